@@ -1,0 +1,1 @@
+"""Alembic migrations for the wirewise store (applied by orchestrator.store.Store)."""

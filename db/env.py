@@ -1,0 +1,34 @@
+"""Alembic environment: the URL comes from the Store, the models from orchestrator.store."""
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from orchestrator.store.models import Base
+
+config = context.config
+url = config.attributes.get("connection_url") or config.get_main_option("sqlalchemy.url")
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=url, target_metadata=Base.metadata, literal_binds=True, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    # Reuse the Store's engine set-up so SQLite gets its pragmas and BEGIN IMMEDIATE:
+    # two processes migrating at once then take turns instead of failing.
+    from orchestrator.store.engine import _make_engine
+
+    engine = _make_engine(url) if url else create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

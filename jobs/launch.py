@@ -1,0 +1,346 @@
+"""The one entry point of every workload: start this node's ranks, watch them, write the result.
+
+Called the same way from every caller:
+- the local commands (`wirewise bench ...`): `run_task(spec, run_dir)` in-process;
+- a submitit task on Slurm: the same function, pickled;
+- a multi-node Slurm step: `srun --ntasks-per-node=1 python -m jobs.launch RUN_DIR` (one
+  supervisor per node; node rank, node count and the master address come from SLURM_*).
+
+Each rank is a `python -m jobs.worker` process in its own session, so a failed or hung run
+is ended whole (process group kill) within the timeout and leaves no orphans. Ranks write
+rank files; node 0's supervisor turns them into result records in one atomic `result.json`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jobs.atomic import write_json_atomic
+from jobs.spec import TaskSpec
+from jobs.worker import rank_file
+from orchestrator.record.schema import ResultRecord
+
+RESULT_FILE = "result.json"
+FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
+POLL_S = 0.1
+RECORDED_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED")
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+class Cancelled(Exception):
+    """The supervisor was asked to stop (SIGTERM from scancel, or Ctrl-C)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    node_rank: int
+    nnodes: int
+    master_addr: str
+    master_port: int
+
+    @classmethod
+    def detect(cls, spec: TaskSpec) -> Layout:
+        if spec.nnodes == 1:
+            return cls(0, 1, "127.0.0.1", _free_port())
+        env = os.environ
+        if "SLURM_NODEID" not in env:
+            raise RuntimeError(f"{spec.nnodes} nodes requested but not inside a Slurm step (run it under srun)")
+        nodes = subprocess.run(
+            ["scontrol", "show", "hostnames", env["SLURM_JOB_NODELIST"]], capture_output=True, text=True, check=True
+        ).stdout.split()
+        if len(nodes) != spec.nnodes:
+            raise RuntimeError(f"Slurm gave {len(nodes)} nodes, the task asks for {spec.nnodes}")
+        # Every node derives the same port from the job id: no side channel needed.
+        port = 20000 + int(env.get("SLURM_JOB_ID", "0")) % 20000
+        return cls(int(env["SLURM_NODEID"]), spec.nnodes, nodes[0], port)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: if the supervisor dies (even by SIGKILL), so does the rank."""
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _rank_env(spec: TaskSpec, layout: Layout, local_rank: int) -> dict[str, str]:
+    env = {**os.environ, **spec.env}
+    rank = layout.node_rank * spec.nproc_per_node + local_rank
+    env.update(
+        RANK=str(rank),
+        WORLD_SIZE=str(spec.world_size),
+        LOCAL_RANK=str(local_rank),
+        LOCAL_WORLD_SIZE=str(spec.nproc_per_node),
+        GROUP_RANK=str(layout.node_rank),
+        MASTER_ADDR=layout.master_addr,
+        MASTER_PORT=str(layout.master_port),
+        PYTHONUNBUFFERED="1",
+    )
+    if spec.gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, spec.gpus))
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        # Two ranks on two cores must not each start a thread per core.
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // spec.nproc_per_node)))
+    return env
+
+
+def recorded_env(spec: TaskSpec) -> dict[str, str]:
+    merged = {**os.environ, **spec.env}
+    return {k: v for k, v in sorted(merged.items()) if k.startswith(RECORDED_ENV_PREFIXES)}
+
+
+class RankGroup:
+    """This node's rank processes, each in its own session so a kill takes its children too."""
+
+    def __init__(self, spec: TaskSpec, layout: Layout, run_dir: Path) -> None:
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.first_rank = layout.node_rank * spec.nproc_per_node
+        for local_rank in range(spec.nproc_per_node):
+            rank = self.first_rank + local_rank
+            log = open(run_dir / f"rank{rank}.log", "wb")
+            self.procs[rank] = subprocess.Popen(
+                [sys.executable, "-m", "jobs.worker", str(run_dir)],
+                env=_rank_env(spec, layout, local_rank),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+            log.close()
+
+    def exit_codes(self) -> dict[int, int | None]:
+        return {rank: proc.poll() for rank, proc in self.procs.items()}
+
+    def kill(self) -> None:
+        """SIGTERM the process groups, SIGKILL whatever is left a moment later, reap all."""
+        for sig, wait_s in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            for proc in self.procs.values():
+                if proc.poll() is None:
+                    try:
+                        os.killpg(proc.pid, sig)
+                    except ProcessLookupError:
+                        pass
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and any(p.poll() is None for p in self.procs.values()):
+                time.sleep(POLL_S)
+        for proc in self.procs.values():
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # children a rank left behind (its group outlives it)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+
+
+class ProgressReader:
+    """Follows rank 0's progress.jsonl and forwards new events."""
+
+    def __init__(self, path: Path, on_progress: ProgressFn | None) -> None:
+        self.path, self.on_progress, self.offset = path, on_progress, 0
+
+    def poll(self) -> None:
+        if self.on_progress is None or not self.path.exists():
+            return
+        with open(self.path) as fh:
+            fh.seek(self.offset)
+            for line in fh:
+                if not line.endswith("\n"):
+                    break  # half-written line: read it next time
+                self.offset += len(line)
+                event = json.loads(line)
+                self.on_progress(event["done"], event["total"], event.get("label", ""))
+
+
+def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader) -> str | None:
+    """Wait for the ranks. Returns None when all exited 0, else 'failed', 'timeout' or 'cancelled'."""
+    deadline = time.monotonic() + timeout_s
+    failed_at: float | None = None
+    try:
+        while True:
+            progress.poll()
+            codes = group.exit_codes()
+            if all(code == 0 for code in codes.values()):
+                return None
+            if all(code is not None for code in codes.values()):
+                return "failed"
+            if failed_at is None and any(code not in (None, 0) for code in codes.values()):
+                failed_at = time.monotonic()
+            if failed_at is not None and time.monotonic() - failed_at > FAILURE_GRACE_S:
+                return "failed"
+            if time.monotonic() > deadline:
+                return "timeout"
+            time.sleep(POLL_S)
+    except (Cancelled, KeyboardInterrupt):
+        return "cancelled"
+    finally:
+        progress.poll()
+        group.kill()
+
+
+def _read_rank_files(run_dir: Path, ranks) -> dict[int, dict[str, Any]]:
+    files = {}
+    for rank in ranks:
+        path = rank_file(run_dir, rank)
+        if path.exists():
+            files[rank] = json.loads(path.read_text())
+    return files
+
+
+def _log_tail(run_dir: Path, rank: int, lines: int = 15) -> str:
+    path = run_dir / f"rank{rank}.log"
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _outcome(ended: str | None, group: RankGroup, files: dict[int, dict], run_dir: Path, timeout_s: float):
+    """(status, error) for the whole task from how the ranks ended and what they wrote."""
+    if ended is None:
+        return "ok", None
+    reported = {rank: f for rank, f in files.items() if f.get("status") not in (None, "ok")}
+    if ended in ("timeout", "cancelled") and not reported:
+        running = [r for r, code in group.exit_codes().items() if code is None or code < 0]
+        what = f"timed out after {timeout_s:g} s" if ended == "timeout" else "cancelled"
+        return ended, f"{what}; ranks still running: {running}"
+    if reported:
+        status = "oom" if any(f["status"] == "oom" for f in reported.values()) else "failed"
+        rank, first = next((r, f) for r, f in sorted(reported.items()) if f["status"] == status)
+        return status, f"rank {rank}: {first.get('error')}"
+    # A rank died without a word (killed by a signal, or the interpreter itself failed).
+    rank, code = next((r, c) for r, c in sorted(group.exit_codes().items()) if c not in (None, 0))
+    how = f"signal {-code}" if code < 0 else f"exit code {code}"
+    return "failed", f"rank {rank} ended with {how}\n{_log_tail(run_dir, rank)}".strip()
+
+
+def _node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
+    """This node's wiring for the fingerprint; (None, why) on a CPU-only run or a failed probe."""
+    if not spec.topology_file and not spec.gpus:
+        return None, None
+    from orchestrator.errors import UserError
+    from orchestrator.topology import read_topology
+
+    try:
+        return read_topology(spec.topology_file), None
+    except UserError as exc:
+        return None, str(exc)
+
+
+def _records(spec, files, status, error, topo, node, started, ended) -> list[ResultRecord]:
+    main = files.get(0, {})
+    base = dict(
+        task_id=spec.task_id,
+        campaign=spec.campaign,
+        workload=spec.workload,
+        params=spec.params,
+        node=node,
+        gpus=spec.gpus,
+        gpu_count=len(spec.gpus) * spec.nnodes,
+        fingerprint=topo.fingerprint if topo else None,
+        fabric=topo.fabric if topo else None,
+        versions=main.get("versions") or next((f["versions"] for f in files.values() if f.get("versions")), {}),
+        env=recorded_env(spec),
+        started_at=started,
+        ended_at=ended,
+        world_size=spec.world_size,
+    )
+    if status == "ok":
+        return [ResultRecord(**{**base, **row}) for row in main.get("rows", [])]
+    # A failed task still leaves one record: what was asked, how it ended, memory at the time.
+    asked = {k: v for k, v in spec.params.items() if k in ResultRecord.model_fields and k not in base}
+    memory = {str(r): f["memory"] for r, f in sorted(files.items()) if f.get("memory")}
+    peaks = [m.get("cuda_peak_allocated_bytes", m["host_peak_rss_bytes"]) for m in memory.values()]
+    notes = {str(r): f["notes"] for r, f in sorted(files.items()) if f.get("notes")}
+    return [
+        ResultRecord(
+            **base, **asked, status=status, error=error, peak_mem_bytes=peaks or None,
+            extra={"memory_at_failure": memory, "notes": notes},
+        )
+    ]
+
+
+def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None = None) -> Path:
+    """Run this node's share of the task; node 0 returns the path of the written result file."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(timezone.utc)
+    layout = Layout.detect(spec)
+    if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
+        write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
+    topo, topo_error = _node_topology(spec)
+    node = spec.node or socket.gethostname()
+
+    previous = _install_sigterm()
+    try:
+        group = RankGroup(spec, layout, run_dir)
+        ended_how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress))
+    finally:
+        signal.signal(signal.SIGTERM, previous) if previous is not None else None
+    files = _read_rank_files(run_dir, group.procs)
+    status, error = _outcome(ended_how, group, files, run_dir, spec.timeout_s)
+    ended = datetime.now(timezone.utc)
+
+    result_path = run_dir / RESULT_FILE
+    if layout.node_rank == 0:
+        records = _records(spec, files, status, error, topo, node, started, ended)
+        write_json_atomic(
+            result_path,
+            {
+                "task_id": spec.task_id,
+                "status": status,
+                "topology": topo.model_dump(mode="json") if topo else None,
+                "topology_error": topo_error,
+                "records": [r.model_dump(mode="json") for r in records],
+            },
+        )
+    return result_path
+
+
+def _install_sigterm():
+    """scancel sends SIGTERM: stop the ranks and still write the result (as cancelled)."""
+    if not _in_main_thread():
+        return None
+
+    def _raise(_sig, _frame):
+        raise Cancelled()
+
+    return signal.signal(signal.SIGTERM, _raise)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def main(argv: list[str]) -> int:
+    """`python -m jobs.launch RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
+    run_dir = Path(argv[1])
+    spec = TaskSpec.model_validate_json((run_dir / "spec.json").read_text())
+    path = run_task(spec, run_dir)
+    if path.exists():
+        return 0 if json.loads(path.read_text())["status"] == "ok" else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,7 @@
+"""wirewise control plane: probe, plan, submit, record, decide.
+
+Nothing here imports torch, deepspeed or transformers at import time, so the CLI
+starts fast on a login node that has none of them.
+"""
+
+__version__ = "0.1.0"

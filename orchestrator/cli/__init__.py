@@ -1,0 +1,1 @@
+"""The `wirewise` command line: parsing and printing only; the work lives in the stages."""

@@ -1,0 +1,33 @@
+"""Options and output helpers every command shares."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", envvar="WIREWISE_DB", show_envvar=True, help="Database URL [default: sqlite:///wirewise.db]."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+
+
+def print_json(obj: Any) -> None:
+    """JSON on stdout; datetimes and other objects as strings."""
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def console():
+    """A rich console on stdout (imported lazily: rich costs start-up time)."""
+    from rich.console import Console
+
+    return Console()
+
+
+def err_console():
+    from rich.console import Console
+
+    return Console(stderr=True)

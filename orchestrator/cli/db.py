@@ -1,0 +1,41 @@
+"""`wirewise db`: the results database."""
+
+from __future__ import annotations
+
+import typer
+
+from orchestrator.cli.common import DbOption, JsonOption, console, print_json
+
+app = typer.Typer(help="The results database: schema and contents.", no_args_is_help=True)
+
+
+@app.command()
+def info(db: DbOption = None, json: JsonOption = False) -> None:
+    """Show the database URL, schema revision and row counts (creates the database if missing)."""
+    from orchestrator.store import Store
+
+    store = Store(db)
+    info = {"url": store.safe_url, "revision": store.current_revision(), "head": store.head_revision(), "rows": store.row_counts()}
+    if json:
+        print_json(info)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{info['url']}  (schema {info['revision']})", show_header=True)
+    table.add_column("table")
+    table.add_column("rows", justify="right")
+    for name, count in info["rows"].items():
+        table.add_row(name, str(count))
+    console().print(table)
+
+
+@app.command()
+def upgrade(db: DbOption = None) -> None:
+    """Apply pending schema migrations (also done automatically on first use)."""
+    from orchestrator.store import Store
+
+    store = Store(db, migrate=False)
+    before = store.current_revision()
+    store.upgrade()
+    after = store.current_revision()
+    typer.echo(f"{store.safe_url}: schema {before or 'empty'} -> {after}" if before != after else f"{store.safe_url}: schema {after} is current")

@@ -1,0 +1,52 @@
+"""Entry point of the `wirewise` console script.
+
+Sub-command modules are imported here, but each imports its heavy dependencies
+(sqlalchemy, pydantic, pynvml, torch) inside the command body, so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from orchestrator import __version__
+from orchestrator.cli import db
+
+app = typer.Typer(
+    name="wirewise",
+    help="Measure GPU wiring, benchmark collectives and training strategies, and place jobs from the history.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(db.app, name="db")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"wirewise {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """wirewise: which GPUs and which data-parallel strategy, measured."""
+
+
+def run() -> None:
+    """Console script: bad input becomes one line on stderr and exit code 2."""
+    import sys
+
+    from orchestrator.errors import UserError
+
+    try:
+        app()
+    except UserError as exc:
+        sys.stderr.write(f"wirewise: error: {exc}\n")
+        sys.exit(exc.exit_code)

@@ -1,0 +1,1 @@
+"""Record stage: the result record contract and its idempotent ingestion."""

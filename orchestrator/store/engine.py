@@ -1,0 +1,128 @@
+"""Open the database, apply migrations on first use, hand out sessions.
+
+SQLite (the embedded default) is opened in WAL mode with a busy timeout, and
+every write transaction starts with BEGIN IMMEDIATE: many rank processes and
+campaign tasks can then write at once without "database is locked" (a deferred
+transaction that upgrades to a writer fails at once instead of waiting).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, func, inspect, select, text
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from orchestrator.errors import UserError
+
+DEFAULT_URL = "sqlite:///wirewise.db"
+MIGRATIONS = Path(__file__).resolve().parents[2] / "db"
+SQLITE_BUSY_TIMEOUT_S = 60
+
+
+def resolve_url(url: str | None) -> str:
+    """`--db`, else WIREWISE_DB, else the SQLite file in the current folder."""
+    return url or os.environ.get("WIREWISE_DB") or DEFAULT_URL
+
+
+def _make_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UserError(f"not a database URL: {url!r} (try sqlite:///wirewise.db or postgresql+psycopg://user@host/db)")
+    if parsed.get_backend_name() != "sqlite":
+        try:
+            return create_engine(url, pool_pre_ping=True)
+        except (NoSuchModuleError, ImportError) as exc:
+            raise UserError(f"no database driver for {parsed.drivername!r} ({exc}); use sqlite:///PATH or postgresql+psycopg://...") from None
+    if parsed.database and parsed.database != ":memory:":
+        folder = Path(parsed.database).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise UserError(f"database folder does not exist: {folder}")
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "isolation_level": None},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+class Store:
+    """A database at a URL, migrated to the newest schema."""
+
+    def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
+        self.url = resolve_url(url)
+        self.engine = _make_engine(self.url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if migrate:
+            self.upgrade()
+
+    # -- schema ---------------------------------------------------------
+    def _alembic_config(self):
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        cfg.attributes["connection_url"] = self.url
+        return cfg
+
+    def head_revision(self) -> str:
+        from alembic.script import ScriptDirectory
+
+        return ScriptDirectory.from_config(self._alembic_config()).get_current_head()
+
+    def current_revision(self) -> str | None:
+        try:
+            with self.engine.connect() as conn:
+                if not inspect(conn).has_table("alembic_version"):
+                    return None
+                return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        except OperationalError as exc:
+            first_line = str(exc.orig).strip().splitlines()[0]
+            raise UserError(f"cannot open database {self.safe_url}: {first_line}") from None
+
+    def upgrade(self) -> None:
+        """Apply pending migrations; a no-op (one query) when the schema is current."""
+        if self.current_revision() == self.head_revision():
+            return
+        from alembic import command
+
+        command.upgrade(self._alembic_config(), "head")
+
+    # -- use ------------------------------------------------------------
+    @property
+    def safe_url(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session committed on success, rolled back on error."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def row_counts(self) -> dict[str, int]:
+        from orchestrator.store.models import Base
+
+        with self.session() as s:
+            return {
+                name: s.execute(select(func.count()).select_from(table)).scalar_one()
+                for name, table in Base.metadata.tables.items()
+            }

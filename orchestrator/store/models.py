@@ -1,0 +1,165 @@
+"""SQLAlchemy 2.0 typed models. Schema changes go through alembic (db/versions)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {
+        dict[str, Any]: JSON,
+        list[int]: JSON,
+        list[Any]: JSON,
+        datetime: DateTime(timezone=True),
+    }
+
+
+class Node(Base):
+    """A host, by name. Its wiring lives in Topology, linked through NodeTopology."""
+
+    __tablename__ = "nodes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    observations: Mapped[list[NodeTopology]] = relationship(back_populates="node")
+
+
+class Topology(Base):
+    """One wiring. Same wiring on many nodes (or renumbered) = one row."""
+
+    __tablename__ = "topologies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    fabric: Mapped[str] = mapped_column(String(32), index=True)
+    switched: Mapped[bool | None]
+    gpu_count: Mapped[int]
+    gpu_model: Mapped[str | None] = mapped_column(String(128))
+    parsed: Mapped[dict[str, Any]]  # the topology object of DESIGN.md and the pair details
+    raw_text: Mapped[str | None] = mapped_column(Text)  # `nvidia-smi topo -m` as read
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    observations: Mapped[list[NodeTopology]] = relationship(back_populates="topology")
+
+
+class NodeTopology(Base):
+    """A node seen with a topology; what is not part of the fingerprint lives here."""
+
+    __tablename__ = "node_topologies"
+    __table_args__ = (UniqueConstraint("node_id", "topology_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id"))
+    topology_id: Mapped[int] = mapped_column(ForeignKey("topologies.id"))
+    details: Mapped[dict[str, Any]]  # UUIDs, PCI ids, CPU affinity, driver/CUDA/NCCL versions
+    first_seen: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(default=utcnow)
+
+    node: Mapped[Node] = relationship(back_populates="observations")
+    topology: Mapped[Topology] = relationship(back_populates="observations")
+
+
+class Campaign(Base):
+    __tablename__ = "campaigns"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    spec: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    tasks: Mapped[list[Task]] = relationship(back_populates="campaign")
+
+
+class Task(Base):
+    """One unit of a campaign: a workload on exact GPUs, tracked through Slurm."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(128), unique=True)
+    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaigns.id"), index=True)
+    workload: Mapped[str] = mapped_column(String(32))
+    params: Mapped[dict[str, Any]]
+    gpus: Mapped[list[int]]
+    node: Mapped[str | None] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    slurm_job_id: Mapped[str | None] = mapped_column(String(64))
+    slurm_array_id: Mapped[str | None] = mapped_column(String(64))
+    attempts: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    campaign: Mapped[Campaign | None] = relationship(back_populates="tasks")
+
+
+class Result(Base):
+    """One measurement; columns are the fields of orchestrator.record.schema.ResultRecord."""
+
+    __tablename__ = "results"
+    __table_args__ = (
+        Index("ix_results_collective", "fingerprint", "op", "bytes"),
+        Index("ix_results_train", "fingerprint", "model", "strategy", "gpu_count"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_id: Mapped[str] = mapped_column(String(64), unique=True)
+    task_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    campaign: Mapped[str | None] = mapped_column(String(255), index=True)
+    workload: Mapped[str] = mapped_column(String(16), index=True)
+    source: Mapped[str] = mapped_column(String(16), default="wirewise")
+    params: Mapped[dict[str, Any]]
+
+    node: Mapped[str | None] = mapped_column(String(255))
+    gpus: Mapped[list[int]]
+    gpu_count: Mapped[int] = mapped_column(index=True)
+    fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
+    fabric: Mapped[str | None] = mapped_column(String(32), index=True)
+
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime]
+    ended_at: Mapped[datetime] = mapped_column(index=True)
+    versions: Mapped[dict[str, Any]]
+    env: Mapped[dict[str, Any]]
+
+    op: Mapped[str | None] = mapped_column(String(32), index=True)
+    bytes: Mapped[int | None] = mapped_column(BigInteger)
+    count: Mapped[int | None] = mapped_column(BigInteger)
+    dtype: Mapped[str | None] = mapped_column(String(16))
+    in_place: Mapped[bool | None]
+    time_us: Mapped[float | None]
+    algbw_gbs: Mapped[float | None]
+    busbw_gbs: Mapped[float | None]
+    wrong: Mapped[int | None] = mapped_column(BigInteger)
+
+    model: Mapped[str | None] = mapped_column(String(255), index=True)
+    strategy: Mapped[str | None] = mapped_column(String(32), index=True)
+    world_size: Mapped[int | None]
+    micro_batch: Mapped[int | None]
+    seq_len: Mapped[int | None]
+    step_time_s: Mapped[float | None]
+    samples_per_s: Mapped[float | None]
+    tokens_per_s: Mapped[float | None]
+    peak_mem_bytes: Mapped[list[int] | None] = mapped_column(JSON)
+    model_state_bytes: Mapped[list[int] | None] = mapped_column(JSON)
+    mfu: Mapped[float | None]
+    extra: Mapped[dict[str, Any]]

@@ -1,0 +1,52 @@
+"""The console script as users run it: real processes in a fresh folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import wirewise
+
+
+def test_cli_module_does_not_import_torch():
+    code = "import sys, orchestrator.cli.main; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'deepspeed', 'transformers', 'accelerate'))))"
+    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_db_info_creates_the_default_sqlite_file(tmp_path):
+    proc = wirewise("db", "info", "--json", cwd=tmp_path, env={"WIREWISE_DB": ""})
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert (tmp_path / "wirewise.db").exists()
+    assert info["revision"] == info["head"] == "0001"
+    assert info["rows"]["results"] == 0
+
+
+def test_db_url_from_environment(tmp_path):
+    target = tmp_path / "elsewhere.db"
+    proc = wirewise("db", "info", "--json", cwd=tmp_path, env={"WIREWISE_DB": f"sqlite:///{target}"})
+    assert proc.returncode == 0, proc.stderr
+    assert target.exists() and not (tmp_path / "wirewise.db").exists()
+
+
+def test_db_upgrade_reports_current(tmp_path):
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    first = wirewise("db", "upgrade", "--db", url)
+    second = wirewise("db", "upgrade", "--db", url)
+    assert "empty -> 0001" in first.stdout
+    assert "is current" in second.stdout
+
+
+def test_version():
+    proc = wirewise("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("wirewise ")
+
+
+def test_bad_database_url_is_one_line_exit_2(tmp_path):
+    for url in ("sqlite:////no/such/folder/w.db", "nosuchdriver://x", "postgresql+psycopg://u@127.0.0.1:1/x"):
+        proc = wirewise("db", "info", "--db", url, cwd=tmp_path)
+        assert proc.returncode == 2, (url, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
