@@ -21,7 +21,8 @@ def _insert_ignoring_duplicates(session, rows: list[dict]) -> int:
     else:
         from sqlalchemy.dialects.sqlite import insert
     stmt = insert(Result).values(rows).on_conflict_do_nothing(index_elements=["record_id"])
-    return session.execute(stmt).rowcount
+    # Count through RETURNING: PostgreSQL reports rowcount -1 for a multi-row insert.
+    return len(session.execute(stmt.returning(Result.record_id)).all())
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:

@@ -1,0 +1,216 @@
+"""pytest plugin: a real one-node Slurm cluster (tests/slurm/cluster.sh) with accounting and fake GPUs.
+
+Fixture:
+    slurm_cluster (session): starts the cluster (a no-op when it already runs), points SLURM_CONF
+        at it for the whole session (sbatch, sacct and submitit find it), yields a SlurmCluster.
+        At session end it stops the cluster only if this session started it and no other pytest
+        session still uses it; WIREWISE_KEEP_SERVICES=1 keeps it running (the next start is ~0.2 s).
+
+When the cluster cannot start (not root, apt fails, a daemon dies), the fixture fails with the
+script's message if CI is set and skips with it otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().with_name("cluster.sh")
+DEFAULT_DIR = "/tmp/wirewise-slurm"
+DEFAULT_GRES_HEADER = "# wirewise-slurm default"  # first line of cluster.sh's own gres.conf
+
+
+def fake_gres(text: str, dev_dir: str | Path, node: str | None = None, keep_cores: bool = False) -> str:
+    """Turn a real gres.conf (e.g. from `wirewise topo slurm`) into one the test cluster can run.
+
+    - `File=/dev/nvidiaN` (and ranges such as `/dev/nvidia[0-3]`) point at the fake devices in
+      dev_dir (`dev_dir/nvidiaN`, character devices 195:N; cluster.sh creates missing ones);
+      /dev/nvidiactl, /dev/nvidia-uvm and other paths are left alone.
+    - `AutoDetect=` becomes `off` (added when absent): there is no NVML on the test machine.
+    - `NodeName=` becomes `node` when given, so the lines apply to the test node.
+    - `Cores=` / `CPUs=` are dropped unless keep_cores: a real node's core numbers need not exist on
+      the test node (2 sockets x 8 cores), and slurmd rejects GRES bound to cores it lacks.
+    Links=, Type= and everything else are kept.
+    """
+    dev = str(dev_dir).rstrip("/")
+    out = re.sub(r"/dev/nvidia(?=\d|\[)", lambda _m: f"{dev}/nvidia", text)
+    out = re.sub(r"(?i)\bAutoDetect=\S*", "AutoDetect=off", out)
+    if not re.search(r"(?im)^\s*AutoDetect=", out):
+        out = "AutoDetect=off\n" + out
+    if node is not None:
+        out = re.sub(r"(?i)\bNodeName=\S+", lambda _m: f"NodeName={node}", out)
+    if not keep_cores:
+        out = re.sub(r"(?i)[ \t]+(?:Cores|CPUs)=\S+", "", out)
+    return out
+
+
+def unavailable(what: str, message: str) -> None:
+    """A service could not be brought up: fail under CI (it must work there), skip elsewhere."""
+    text = f"{what} unavailable:\n{message.strip()}"
+    if os.environ.get("CI"):
+        pytest.fail(text, pytrace=False)
+    pytest.skip(text)
+
+
+def parse_exports(text: str) -> dict[str, str]:
+    """`export K=V` lines (values quoted by printf %q) -> dict."""
+    env = {}
+    for line in text.splitlines():
+        parts = shlex.split(line)
+        if len(parts) == 2 and parts[0] == "export" and "=" in parts[1]:
+            key, value = parts[1].split("=", 1)
+            env[key] = value
+    return env
+
+
+class SharedUse:
+    """Who uses a service folder: every session holds a shared flock on FOLDER/users.lock; the
+    session that started the service stops it at the end only if it can then take the lock
+    exclusively (no other session still holds it)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._file = open(folder / "users.lock", "a+")  # noqa: SIM115 - held for the session
+        fcntl.flock(self._file, fcntl.LOCK_SH)
+
+    def release_and_check_alone(self) -> bool:
+        fcntl.flock(self._file, fcntl.LOCK_UN)
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._file.close()
+            return False
+        return True
+
+    def others(self) -> bool:
+        """Whether another session holds the lock too (tried by upgrading ours, then back)."""
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            fcntl.flock(self._file, fcntl.LOCK_SH)
+        return False
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass
+class SlurmCluster:
+    """The running test cluster. Jobs go to `partition`; `gpu_devices` are the fake GPUs of the
+    default gres.conf (dev_dir/nvidia0..7)."""
+
+    state_dir: Path
+    partition: str
+    node: str
+    conf: Path  # slurm.conf, also in env["SLURM_CONF"]
+    dev_dir: Path
+    gpu_devices: list[Path]
+    env: dict[str, str] = field(default_factory=dict)  # what `cluster.sh env` exports
+    script: Path = SCRIPT
+    users: SharedUse | None = field(default=None, repr=False)
+
+    def used_by_other_sessions(self) -> bool:
+        """Another pytest session uses this cluster now: do not stop it or change its GRES."""
+        return self.users is not None and self.users.others()
+
+    def run_script(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        """Run cluster.sh with this cluster's state folder; returns the finished process."""
+        env = {**os.environ, "WIREWISE_SLURM_DIR": str(self.state_dir)}
+        return subprocess.run(
+            [str(self.script), *args], env=env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def _start(self, command: str, gres_conf: str | Path | None) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            args = [command]
+            if gres_conf is not None:
+                if isinstance(gres_conf, Path):
+                    path = gres_conf
+                else:
+                    path = Path(tmp) / "gres.conf"
+                    path.write_text(gres_conf)
+                args += ["--gres-conf", str(path)]
+            proc = self.run_script(*args)
+        if proc.returncode != 0:
+            raise RuntimeError(f"cluster.sh {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+
+    def use_gres(self, gres_conf: str | Path | None = None) -> None:
+        """Run with this gres.conf (text, or a Path to a file); None: the default 8 fake GPUs.
+        slurmctld and slurmd restart only when it differs from the current one; returns once
+        the node is usable again. Feed real gres.conf text through `fake_gres` first."""
+        self._start("start", gres_conf)
+
+    def restart(self, gres_conf: str | Path | None = None) -> None:
+        """Restart slurmctld and slurmd (with gres_conf, as in use_gres) and wait for the node."""
+        self._start("restart", gres_conf)
+
+    @contextlib.contextmanager
+    def gres(self, gres_conf: str | Path) -> Iterator[SlurmCluster]:
+        """`with cluster.gres(text):` runs the block with that gres.conf, then restores the default."""
+        self.use_gres(gres_conf)
+        try:
+            yield self
+        finally:
+            self.use_gres(None)
+
+    def fake_gres(self, text: str, keep_cores: bool = False) -> str:
+        """fake_gres() for this cluster: its fake devices and its node name."""
+        return fake_gres(text, self.dev_dir, node=self.node, keep_cores=keep_cores)
+
+    def gres_conf(self) -> str:
+        """The gres.conf the cluster runs with now."""
+        return (self.state_dir / "etc" / "gres.conf").read_text()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    state_dir = Path(os.environ.get("WIREWISE_SLURM_DIR", DEFAULT_DIR))
+    env = {**os.environ, "WIREWISE_SLURM_DIR": str(state_dir)}
+    try:
+        proc = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        unavailable("Slurm test cluster", f"{SCRIPT} start: {exc}")
+    if proc.returncode != 0:
+        unavailable("Slurm test cluster", f"{SCRIPT} start exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    started_here = "already running" not in proc.stderr
+    exports = parse_exports(
+        subprocess.run([str(SCRIPT), "env"], env=env, capture_output=True, text=True, check=True).stdout
+    )
+    state_dir = Path(exports["WIREWISE_SLURM_DIR"])  # absolute, as the script resolved it
+    dev_dir = Path(exports["WIREWISE_SLURM_DEV"])
+    cluster = SlurmCluster(
+        state_dir=state_dir,
+        partition=exports["WIREWISE_SLURM_PARTITION"],
+        node=exports["WIREWISE_SLURM_NODE"],
+        conf=Path(exports["SLURM_CONF"]),
+        dev_dir=dev_dir,
+        # The default gres.conf (what `start` without --gres-conf runs) names one device a line.
+        gpu_devices=[Path(f) for f in re.findall(r"File=(\S+)", (state_dir / "etc" / "gres.conf").read_text())],
+        env=exports,
+    )
+    users = cluster.users = SharedUse(state_dir)
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in exports.items():
+            mp.setenv(key, value)
+        yield cluster
+    # Leave the default gres.conf for whoever runs next, then stop if it is ours alone.
+    keep = os.environ.get("WIREWISE_KEEP_SERVICES") == "1"
+    alone = users.release_and_check_alone()
+    try:
+        if started_here and alone and not keep:
+            cluster.run_script("stop", timeout=120)
+        elif alone and not cluster.gres_conf().startswith(DEFAULT_GRES_HEADER):
+            cluster.use_gres(None)
+    finally:
+        users.close()
