@@ -35,7 +35,9 @@ from orchestrator.record.schema import ResultRecord
 RESULT_FILE = "result.json"
 FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
 POLL_S = 0.1
-RECORDED_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED")
+RECORDED_ENV_PREFIXES = (
+    "NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED",
+)
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -96,17 +98,24 @@ def _rank_env(spec: TaskSpec, layout: Layout, local_rank: int) -> dict[str, str]
         MASTER_PORT=str(layout.master_port),
         PYTHONUNBUFFERED="1",
     )
-    if spec.gpus:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, spec.gpus))
-    else:
-        env["CUDA_VISIBLE_DEVICES"] = ""
+    env.update(_gpu_pinning(spec))
+    if not spec.gpus:
         # Two ranks on two cores must not each start a thread per core.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // spec.nproc_per_node)))
     return env
 
 
+def _gpu_pinning(spec: TaskSpec) -> dict[str, str]:
+    """The GPUs every rank sees, numbered as nvidia-smi numbers them: CUDA's default order
+    (fastest first) differs from nvidia-smi's (PCI bus) on machines with mixed GPU models."""
+    if not spec.gpus:
+        return {"CUDA_VISIBLE_DEVICES": ""}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, spec.gpus)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
 def recorded_env(spec: TaskSpec) -> dict[str, str]:
-    merged = {**os.environ, **spec.env}
+    """What the ranks ran with (not the supervisor's own CUDA_VISIBLE_DEVICES)."""
+    merged = {**os.environ, **spec.env, **_gpu_pinning(spec)}
     return {k: v for k, v in sorted(merged.items()) if k.startswith(RECORDED_ENV_PREFIXES)}
 
 
@@ -115,6 +124,7 @@ class RankGroup:
 
     def __init__(self, spec: TaskSpec, layout: Layout, run_dir: Path) -> None:
         self.procs: dict[int, subprocess.Popen] = {}
+        self.stopped_by_us: set[int] = set()  # ranks still running when kill() began
         self.first_rank = layout.node_rank * spec.nproc_per_node
         for local_rank in range(spec.nproc_per_node):
             rank = self.first_rank + local_rank
@@ -134,6 +144,7 @@ class RankGroup:
 
     def kill(self) -> None:
         """SIGTERM the process groups, SIGKILL whatever is left a moment later, reap all."""
+        self.stopped_by_us = {rank for rank, proc in self.procs.items() if proc.poll() is None}
         for sig, wait_s in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
             for proc in self.procs.values():
                 if proc.poll() is None:
@@ -222,14 +233,25 @@ def _outcome(ended: str | None, group: RankGroup, files: dict[int, dict], run_di
         running = [r for r, code in group.exit_codes().items() if code is None or code < 0]
         what = f"timed out after {timeout_s:g} s" if ended == "timeout" else "cancelled"
         return ended, f"{what}; ranks still running: {running}"
+    # Ranks that died without a word (killed by a signal, or the interpreter itself failed)
+    # before the supervisor stopped anything: the likely cause of what the others report.
+    silent = [
+        (r, c) for r, c in sorted(group.exit_codes().items())
+        if c not in (None, 0) and r not in files and r not in group.stopped_by_us
+    ]
     if reported:
         status = "oom" if any(f["status"] == "oom" for f in reported.values()) else "failed"
         rank, first = next((r, f) for r, f in sorted(reported.items()) if f["status"] == status)
-        return status, f"rank {rank}: {first.get('error')}"
-    # A rank died without a word (killed by a signal, or the interpreter itself failed).
-    rank, code = next((r, c) for r, c in sorted(group.exit_codes().items()) if c not in (None, 0))
-    how = f"signal {-code}" if code < 0 else f"exit code {code}"
-    return "failed", f"rank {rank} ended with {how}\n{_log_tail(run_dir, rank)}".strip()
+        error = f"rank {rank}: {first.get('error')}"
+        if status == "failed" and silent:
+            error = f"{_ended_with(*silent[0])}; then {error}"
+        return status, error
+    rank, code = silent[0] if silent else next((r, c) for r, c in sorted(group.exit_codes().items()) if c not in (None, 0))
+    return "failed", f"{_ended_with(rank, code)}\n{_log_tail(run_dir, rank)}".strip()
+
+
+def _ended_with(rank: int, code: int) -> str:
+    return f"rank {rank} ended with {f'signal {-code}' if code < 0 else f'exit code {code}'}"
 
 
 def _node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
@@ -287,7 +309,9 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
     if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
         write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
     topo, topo_error = _node_topology(spec)
-    node = spec.node or socket.gethostname()
+    from orchestrator.topology import node_name
+
+    node = node_name(topo, spec.node)
 
     previous = _install_sigterm()
     try:

@@ -34,7 +34,9 @@ def _load_workload(name: str):
 def _select_device(ctx: RankContext):
     import torch
 
-    if ctx.spec.gpus:
+    # gloo ranks given GPU indices on a machine without CUDA run on CPU (the indices are still
+    # recorded); NCCL always needs its GPU, so a missing one fails here loudly.
+    if ctx.spec.gpus and (ctx.spec.backend == "nccl" or torch.cuda.is_available()):
         # The supervisor made exactly this node's task GPUs visible; rank i takes the i-th.
         torch.cuda.set_device(ctx.local_rank)
         return torch.device("cuda", ctx.local_rank)

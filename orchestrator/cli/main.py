@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from orchestrator import __version__
-from orchestrator.cli import db
+from orchestrator.cli import bench, db, importer, topo
 
 app = typer.Typer(
     name="wirewise",
@@ -22,6 +22,9 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(db.app, name="db")
+app.add_typer(topo.app, name="topo")
+app.add_typer(bench.app, name="bench")
+app.add_typer(importer.app, name="import")
 
 
 def _version(value: bool) -> None:

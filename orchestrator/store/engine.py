@@ -85,9 +85,9 @@ class Store:
         return cfg
 
     def head_revision(self) -> str:
-        from alembic.script import ScriptDirectory
+        from db import HEAD
 
-        return ScriptDirectory.from_config(self._alembic_config()).get_current_head()
+        return HEAD
 
     def current_revision(self) -> str | None:
         try:

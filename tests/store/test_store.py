@@ -105,3 +105,13 @@ def test_same_schema_on_postgresql(pg_url):
     assert store_records(store, records) == 0  # ON CONFLICT DO NOTHING in PostgreSQL's dialect
     with store.session() as s:
         assert s.execute(select(func.count()).select_from(Result).where(Result.op == "all_reduce")).scalar_one() == 20
+
+
+def test_head_constant_names_alembic_head(db_url):
+    """db.HEAD (the fast path of Store.upgrade) must follow db/versions."""
+    from alembic.script import ScriptDirectory
+
+    from db import HEAD
+
+    store = Store(db_url, migrate=False)
+    assert ScriptDirectory.from_config(store._alembic_config()).get_current_head() == HEAD

@@ -1,0 +1,9 @@
+"""The collective bandwidth workload: nccl-tests' sweep, through torch.distributed.
+
+- `params`: what a sweep asks for (pydantic, no torch), shared by the CLI and the ranks;
+- `ops`: one small descriptor per collective (sizes, bus-bandwidth factor, data, the call);
+- `loop`: the one timing and checking loop, `run_rank(params, ctx)`, run by jobs.worker.
+
+Every caller (the local command, a submitit task, a Slurm step) runs it through
+jobs.launch.run_task; nothing here knows how ranks were started.
+"""

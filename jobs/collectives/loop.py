@@ -1,0 +1,138 @@
+"""The one timing and checking loop, after nccl-tests' src/common.cu, through torch.distributed.
+
+For every op and every size of the sweep, on every rank:
+1. buffers filled with known values (jobs.collectives.data), then `warmup` untimed calls;
+2. `iters` calls back to back, timed after a barrier so the ranks start together: CUDA
+   events around the batch on a GPU (the device's clock, no host jitter), time.perf_counter
+   on CPU (gloo calls return when done);
+3. the size's time is the mean over ranks of each rank's time per call, as nccl-tests
+   reports it by default (-a 1); the slowest rank's time is kept in `extra` too;
+4. with `check`: fresh buffers, one call, and the elements that differ from the expected
+   result, summed over ranks: nccl-tests' #wrong.
+Rank 0 returns one row per (op, size): ResultRecord fields, anything else under `extra`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from jobs.collectives.data import Values
+from jobs.collectives.ops import OPS, Collective, Geometry
+from jobs.collectives.params import CollectiveParams, human_bytes
+from jobs.rank import RankContext
+
+
+def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:
+    p = CollectiveParams.model_validate(params)
+    values = Values(ctx.world_size, p.dtype, _device(ctx))
+    plan = _plan(p, ctx.world_size)
+    rows = []
+    for step, (op, geometry) in enumerate(plan):
+        ctx.progress(step, len(plan), f"{op.name} {human_bytes(geometry.nbytes)}")
+        rows.append(_measure(op, geometry, p, ctx, values))
+    ctx.progress(len(plan), len(plan), "done")
+    _add_sweep_averages(rows)
+    return rows if ctx.is_main else []
+
+
+def _device(ctx: RankContext) -> torch.device:
+    """NCCL ranks use their GPU; gloo ranks run on CPU even where GPUs are pinned to them."""
+    return ctx.device if ctx.backend == "nccl" else torch.device("cpu")
+
+
+def _plan(p: CollectiveParams, world_size: int) -> list[tuple[Collective, Geometry]]:
+    """(op, geometry) for every step; steps whose buffer rounds down to nothing are left out."""
+    plan = []
+    for name in p.ops:
+        op = OPS[name]
+        for size in p.sizes:
+            geometry = op.geometry(size, world_size, p.element_bytes)
+            if geometry.count > 0:
+                plan.append((op, geometry))
+    if not plan:
+        raise ValueError(
+            f"every size from -b {p.min_bytes} to -e {p.max_bytes} rounds down to an empty buffer "
+            f"for {world_size} ranks of {p.dtype} (chunked ops need {world_size * 16} bytes); raise -e"
+        )
+    return plan
+
+
+def _measure(op: Collective, geometry: Geometry, p: CollectiveParams, ctx: RankContext, values: Values) -> dict:
+    send, recv = op.buffers(geometry.count, ctx.rank, values)
+    for _ in range(p.warmup):
+        op(send, recv)
+    seconds = _seconds_per_call(op, send, recv, p.iters, values.device)
+    del send, recv  # the check below allocates its own
+    mean_s, slowest_s = _mean_and_max_over_ranks(seconds, values.device, ctx.world_size)
+    wrong = _count_wrong(op, geometry, p, ctx, values) if p.check else None
+    algbw = geometry.nbytes / mean_s / 1e9
+    return {
+        "op": op.name,
+        "bytes": geometry.nbytes,
+        "count": geometry.count,
+        "dtype": p.dtype,
+        "in_place": op.in_place,
+        "time_us": mean_s * 1e6,
+        "algbw_gbs": algbw,
+        "busbw_gbs": algbw * op.busbw_factor(ctx.world_size),
+        "wrong": wrong,
+        "extra": {
+            "redop": op.redop,
+            "root": op.root,
+            "time_us_slowest_rank": slowest_s * 1e6,
+            "device": values.device.type,
+            "timer": "cuda-events" if values.device.type == "cuda" else "perf-counter",
+        },
+    }
+
+
+def _seconds_per_call(op: Collective, send, recv, iters: int, device: torch.device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            op(send, recv)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / iters
+    dist.barrier()
+    started = time.perf_counter()
+    for _ in range(iters):
+        op(send, recv)
+    return (time.perf_counter() - started) / iters
+
+
+def _mean_and_max_over_ranks(seconds: float, device: torch.device, world_size: int) -> tuple[float, float]:
+    mine = torch.tensor([seconds], dtype=torch.float64, device=device)
+    every = torch.empty(world_size, dtype=torch.float64, device=device)
+    dist.all_gather_into_tensor(every, mine)
+    times = every.tolist()
+    return sum(times) / len(times), max(times)
+
+
+def _count_wrong(op: Collective, geometry: Geometry, p: CollectiveParams, ctx: RankContext, values: Values) -> int:
+    send, recv = op.buffers(geometry.count, ctx.rank, values)
+    if p.corrupt_rank == ctx.rank:
+        send[0] += 1  # the documented test hook (CollectiveParams.corrupt_rank)
+    op(send, recv)
+    wrong = values.count_wrong(recv, op.expected(geometry.count, ctx.rank, values))
+    total = torch.tensor([wrong], dtype=torch.int64, device=values.device)
+    dist.all_reduce(total)
+    return int(total.item())
+
+
+def _add_sweep_averages(rows: list[dict]) -> None:
+    """nccl-tests' closing 'Avg bus bandwidth', per op, on each of that op's rows."""
+    by_op: dict[str, list[dict]] = {}
+    for row in rows:
+        by_op.setdefault(row["op"], []).append(row)
+    for op_rows in by_op.values():
+        average = sum(r["busbw_gbs"] for r in op_rows) / len(op_rows)
+        for row in op_rows:
+            row["extra"]["avg_busbw_gbs"] = average

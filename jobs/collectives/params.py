@@ -1,0 +1,131 @@
+"""What one collective sweep asks for. Validated by the CLI and again on every rank.
+
+Pure pydantic, no torch: the control plane builds these. The options mirror nccl-tests
+(-b/-e/-f, -n iters, -w warmup, -c check, -d dtype) so a sweep here and an nccl-tests run
+on the same GPUs measure the same sizes with the same definitions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# Ops in the order a default sweep runs them; jobs.collectives.ops has one descriptor each.
+OP_NAMES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
+DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+
+# Canonical dtype name (torch's) -> bytes per element.
+ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "bf16": "bfloat16", "half": "float16", "fp16": "float16"}
+
+Op = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
+Dtype = Literal["float32", "bfloat16", "float16"]
+Transport = Literal["default", "pcie"]
+
+# What each --transport sets in every rank's environment.
+# pcie: NCCL_P2P_DISABLE=1 turns off NCCL's peer-to-peer transport, over NVLink and PCIe
+# alike; NCCL then moves intra-node traffic through host memory (its SHM transport), i.e.
+# GPU -> PCIe -> host -> PCIe -> GPU: the PCIe path. SHM stays on on purpose: without it
+# NCCL falls back to the network transport (sockets or IB loopback), which measures the
+# NIC, not PCIe. NVLink SHARP (NVLS, NVSwitch multicast) is governed by NCCL_NVLS_ENABLE,
+# which is left exactly as the environment sets it; NCCL never uses NVLS on 2 GPUs.
+TRANSPORT_ENV: dict[str, dict[str, str]] = {
+    "default": {},
+    "pcie": {"NCCL_P2P_DISABLE": "1"},
+}
+
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str | int) -> int:
+    """'64', '512K', '1M', '1.5G' -> bytes (binary units, as nccl-tests' -b/-e read them)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        match = _SIZE.match(str(text))
+        if not match:
+            raise ValueError("give bytes with an optional K, M or G suffix, e.g. 64K, 1M, 1G")
+        value = int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    if value < 1:
+        raise ValueError("must be at least 1 byte")
+    return value
+
+
+def canonical_dtype(name: str) -> str:
+    """'bf16' -> 'bfloat16', 'float' -> 'float32'; unknown names raise with the choices."""
+    key = str(name).strip().lower()
+    key = DTYPE_ALIASES.get(key, key)
+    if key not in ELEMENT_BYTES:
+        raise ValueError(f"choose one of {', '.join(ELEMENT_BYTES)} (or {', '.join(DTYPE_ALIASES)})")
+    return key
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
+    """nccl-tests' size column before per-op rounding: min, min*f, ... while <= max."""
+    sizes, size = [], min_bytes
+    while size <= max_bytes:
+        sizes.append(size)
+        size *= factor
+    return sizes
+
+
+def human_bytes(n: int) -> str:
+    for unit, scale in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
+
+
+class CollectiveParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ops: list[Op] = Field(default_factory=lambda: list(DEFAULT_OPS), min_length=1)
+    min_bytes: int = 1024**2  # -b
+    max_bytes: int = 1024**3  # -e
+    step_factor: int = Field(2, ge=2)  # -f
+    iters: int = Field(20, ge=1)  # -n: timed iterations per size
+    warmup: int = Field(5, ge=0)  # -w: untimed iterations per size
+    dtype: Dtype = "float32"  # nccl-tests' default type is float
+    check: bool = False  # -c: verify every size and count wrong elements
+    transport: Transport = "default"  # recorded; the environment it implies is TRANSPORT_ENV[transport]
+
+    # Test hook, not a user option: this rank adds 1 to the first element of its input before
+    # the checked call, so the real check must find the corruption in what the collective returns.
+    corrupt_rank: int | None = Field(None, ge=0)
+
+    @field_validator("min_bytes", "max_bytes", mode="before")
+    @classmethod
+    def _size(cls, value):
+        return parse_size(value)
+
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _dtype(cls, value):
+        return canonical_dtype(value)
+
+    @field_validator("ops", mode="before")
+    @classmethod
+    def _ops(cls, value):
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        unknown = [op for op in value if op not in OP_NAMES]
+        if unknown:
+            raise ValueError(f"unknown op {', '.join(map(repr, unknown))}: choose from {', '.join(OP_NAMES)}")
+        return list(dict.fromkeys(value))  # keep order, drop repeats
+
+    @model_validator(mode="after")
+    def _range(self) -> CollectiveParams:
+        if self.min_bytes > self.max_bytes:
+            raise ValueError(f"-b {human_bytes(self.min_bytes)} is larger than -e {human_bytes(self.max_bytes)}")
+        return self
+
+    @property
+    def element_bytes(self) -> int:
+        return ELEMENT_BYTES[self.dtype]
+
+    @property
+    def sizes(self) -> list[int]:
+        return sweep_sizes(self.min_bytes, self.max_bytes, self.step_factor)

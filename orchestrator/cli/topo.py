@@ -1,0 +1,152 @@
+"""`wirewise topo`: a node's GPU wiring: show, save, list, and Slurm gres.conf lines."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.common import DbOption, JsonOption, console, err_console, print_json
+
+app = typer.Typer(help="GPU wiring: probe or read it, classify the fabric, fingerprint, store, emit Slurm config.", no_args_is_help=True)
+
+FromFileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--from-file", "-f", metavar="PATH",
+        help="Read saved `nvidia-smi topo -m` output ('-' for stdin) instead of probing this machine.",
+    ),
+]
+NodeOption = Annotated[str | None, typer.Option("--node", help="Node name [default: this host's short name].")]
+
+# Link classes from fast to slow: NVLink green (brighter with more links), PCIe paths
+# grey (one switch) through yellow (host bridge) to red (across sockets).
+PCIE_STYLES = {"PIX": "grey85", "PXB": "grey62", "PHB": "yellow", "NODE": "dark_orange", "SYS": "red"}
+NVLINK_STYLES = ("green4", "green3", "bold bright_green")
+
+
+@app.command()
+def show(from_file: FromFileOption = None, json: JsonOption = False) -> None:
+    """The pair matrix coloured by link class, the NVLink groups, the fabric class and the fingerprint."""
+    from orchestrator.topology import read_topology
+
+    topo = read_topology(from_file)
+    notes = topo.details.get("notes") or []
+    if json:
+        for note in notes:
+            err_console().print(f"note: {note}", style="yellow", markup=False, highlight=False)
+        print_json(topo.contract())
+        return
+    from rich.markup import escape
+
+    out = console()
+    out.print(_matrix_table(topo))
+    for line in _summary(topo):
+        out.print(line, highlight=False)
+    for note in notes:
+        out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+
+
+@app.command()
+def save(from_file: FromFileOption = None, node: NodeOption = None, db: DbOption = None, json: JsonOption = False) -> None:
+    """Store this node and its topology (saving the same one again adds nothing)."""
+    from orchestrator.store import Store
+    from orchestrator.topology import node_name as name_of, read_topology, save_topology
+
+    topo = read_topology(from_file)
+    store = Store(db)
+    node_name = name_of(topo, node)
+    fingerprint, created = save_topology(store, topo, node_name)
+    if json:
+        print_json({"node": node_name, "fingerprint": fingerprint, "created": created, "fabric": topo.fabric, "gpus": topo.gpus})
+        return
+    what = "saved" if created else "already stored, nothing added:"
+    typer.echo(f"{what} node {node_name}: {topo.gpus} GPU(s), {topo.fabric}, fingerprint {fingerprint} ({store.safe_url})")
+
+
+@app.command("list")
+def list_(db: DbOption = None, json: JsonOption = False) -> None:
+    """Stored nodes with their fabric class and fingerprint."""
+    from orchestrator.store import Store
+    from orchestrator.topology import list_topologies
+
+    rows = list_topologies(Store(db))
+    if json:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo("no topologies stored yet; run `wirewise topo save`")
+        return
+    from rich.table import Table
+
+    table = Table(show_header=True)
+    for column in ("node", "fabric", "GPUs", "model", "switched", "groups", "fingerprint", "last seen"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["node"], row["fabric"], str(row["gpus"]), row["gpu_model"] or "?", _yes_no(row["switched"]),
+            _groups_text(row["groups"]), row["fingerprint"][:16], f"{row['last_seen']:%Y-%m-%d %H:%M}",
+        )
+    console().print(table)
+
+
+@app.command()
+def slurm(from_file: FromFileOption = None, node: NodeOption = None) -> None:
+    """gres.conf lines (one per GPU, Links= from NVLink counts, Cores= from CPU affinity) and a
+    slurm.conf Features= suggestion naming the fabric, for `--constraint`."""
+    from orchestrator.topology import gres_conf, node_name, read_topology
+
+    topo = read_topology(from_file)
+    typer.echo(gres_conf(topo, node_name(topo, node)), nl=False)
+
+
+def _matrix_table(topo):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    most_links = max((topo.nvlinks(i, j) for i in range(topo.gpus) for j in range(topo.gpus)), default=0)
+    table = Table(
+        title=f"GPU wiring: {topo.fabric}", header_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False
+    )
+    table.add_column("")
+    for gpu in range(topo.gpus):
+        table.add_column(f"GPU{gpu}", justify="center")
+    table.add_column("NUMA", justify="right")
+    table.add_column("CPUs", overflow="fold")
+    for i in range(topo.gpus):
+        cells = [Text(label, style=_style(label, topo.nvlinks(i, j), most_links)) for j, label in enumerate(topo.links[i])]
+        numa = topo.numa[i]
+        table.add_row(f"GPU{i}", *cells, "" if numa is None else str(numa), topo.cpu_affinity[i] or "")
+    return table
+
+
+def _style(label: str, links: int, most_links: int) -> str:
+    if links:
+        step = min(len(NVLINK_STYLES) - 1, (links * len(NVLINK_STYLES) - 1) // most_links)
+        return NVLINK_STYLES[step]
+    return PCIE_STYLES.get(label, "dim")
+
+
+def _summary(topo) -> list[str]:
+    from rich.markup import escape
+
+    names = sorted({escape(n) for n in topo.gpu_names if n}) or ["GPU model unknown (add `nvidia-smi -L` lines to the file)"]
+    return [
+        f"[bold]fabric[/] {topo.fabric}   [bold]switched[/] {_yes_no(topo.switched)}   "
+        f"[bold]GPUs[/] {topo.gpus} x {', '.join(names)}",
+        f"[bold]groups[/] {_groups_text(topo.groups)}",
+        f"[bold]fingerprint[/] {topo.fingerprint}",
+        "[dim]NV# bonded NVLinks (brighter: more)  PIX/PXB one PCIe switch  PHB host bridge  "
+        "NODE within a NUMA node  SYS across sockets[/]",
+    ]
+
+
+def _yes_no(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "cannot tell"}[value]
+
+
+def _groups_text(groups) -> str:
+    if groups is None:
+        return "none (NVLink pairs do not form disjoint cliques)"
+    return " ".join("[" + ",".join(map(str, g)) + "]" for g in groups)

@@ -1,0 +1,84 @@
+"""CPU lists ("0-47,96-143") and Slurm's logical core indices.
+
+nvidia-smi prints a GPU's CPU affinity as CPU (hardware thread) ids. gres.conf `Cores=`
+wants *logical core indices* instead: core 0 is the first core of the first socket, and
+a core's hyperthread siblings are not listed (gres.conf(5), "Cores"). On Linux x86 the
+second threads of all cores usually come after the first threads of all cores, so
+"0-47,96-143" on a 192-thread machine is cores 0-47.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SYSFS_CPUS = Path("/sys/devices/system/cpu")
+
+
+def parse_cpu_list(text: str | None) -> list[int]:
+    """'0-3,8' -> [0, 1, 2, 3, 8]; empty or None -> []."""
+    cpus: set[int] = set()
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return sorted(cpus)
+
+
+def format_cpu_list(cpus) -> str:
+    """[0, 1, 2, 3, 8] -> '0-3,8'."""
+    ordered = sorted(set(cpus))
+    ranges: list[str] = []
+    start = prev = None
+    for cpu in ordered + [None]:
+        if start is not None and (cpu is None or cpu != prev + 1):
+            ranges.append(str(start) if start == prev else f"{start}-{prev}")
+            start = None
+        if cpu is not None and start is None:
+            start = cpu
+        prev = cpu
+    return ",".join(ranges)
+
+
+def cpus_from_mask(words, bits_per_word: int = 64) -> list[int]:
+    """NVML's CPU affinity (an array of bit masks, lowest CPUs first) -> CPU ids."""
+    return [w * bits_per_word + b for w, word in enumerate(words) for b in range(bits_per_word) if int(word) >> b & 1]
+
+
+def fold_siblings_by_offset(affinities: list[list[int]]) -> list[list[int]] | None:
+    """Logical cores from CPU lists alone: when every non-empty list is a lower half plus the
+    same half shifted by one common offset past a gap (the sibling threads), keep the lower halves.
+    None when the lists show no such pattern (then the machine's threads are unknown)."""
+    offsets = set()
+    halves = []
+    for cpus in affinities:
+        if not cpus:
+            halves.append([])
+            continue
+        if len(cpus) % 2:
+            return None
+        low, high = cpus[: len(cpus) // 2], cpus[len(cpus) // 2 :]
+        offset = high[0] - low[0]
+        # A gap between the halves is the evidence: "0-191" alone could be 192 cores.
+        if high[0] <= low[-1] + 1 or [c + offset for c in low] != high:
+            return None
+        offsets.add(offset)
+        halves.append(low)
+    return halves if len(offsets) == 1 else None
+
+
+def logical_cores_from_sysfs(cpus: list[int], sysfs: Path = SYSFS_CPUS) -> list[int] | None:
+    """Slurm's logical core indices of these CPUs on this machine, from the kernel's
+    thread-sibling lists: a core is named by its first thread, cores are ranked by it."""
+    first_thread: dict[int, int] = {}
+    for topo in sysfs.glob("cpu[0-9]*/topology/thread_siblings_list"):
+        cpu = int(topo.parent.parent.name[3:])
+        try:
+            first_thread[cpu] = min(parse_cpu_list(topo.read_text()))
+        except (OSError, ValueError):
+            return None
+    if not first_thread or any(c not in first_thread for c in cpus):
+        return None
+    rank = {core: k for k, core in enumerate(sorted(set(first_thread.values())))}
+    return sorted({rank[first_thread[c]] for c in cpus})

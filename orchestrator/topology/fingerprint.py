@@ -1,0 +1,263 @@
+"""A fingerprint of the wiring that does not depend on how the GPUs are numbered.
+
+The wiring is a complete graph: GPUs coloured by model, every pair labelled (NV12, SYS...).
+Its canonical form is built in three steps.
+
+Decomposition. GPU machines are nested: GPUs in NVLink groups, groups under PCIe
+switches, switches under NUMA nodes. For a label L, take the graph of the pairs whose
+label is *not* L: when it falls apart into several components, every pair between two
+components is L, and each component is a unit seen the same way from outside. The
+wiring is then "these parts, all joined by L", and the parts are described the same
+way, recursively, and sorted. At most one label can split a set this way, so the form
+does not depend on any choice. An all-to-all NVSwitch box, quads, bridged pairs and
+PCIe trees all decompose down to single GPUs this way, in about O(n^2) per level.
+
+Twins, in a part that does not split: GPUs with the same label to every other GPU are
+joined among themselves by one label (being twins is transitive); each such set becomes
+one vertex whose form says what it holds, and the smaller part is described again.
+
+Search, for what remains (DGX-1's hybrid cube mesh): colour refinement with
+individualisation, the method of graph-isomorphism tools such as nauty:
+1. Refine: a GPU's colour becomes (its colour, the multiset of (label, colour) to all
+   others) until no colour class splits. Colours are ranks of sorted signatures, so they
+   never depend on GPU numbers.
+2. Stop when the partition is *uniform*: inside each class all pairs carry one label, and
+   between two classes all pairs carry one label. The part is then fully described by the
+   classes in colour order (model, size) and those labels.
+3. Otherwise pick the first class that is not uniform, try each of its GPUs as a colour
+   of its own, refine, recurse, and keep the smallest description. Two branches ending in
+   the same description reveal a symmetry; GPUs that the symmetries found so far map onto
+   an explored one are skipped (orbit pruning).
+
+The form is hashed with sha256. Included: GPU models (normalised names), GPU count, pair
+labels. Not included: NICs, CPU affinity, hostnames, UUIDs, versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+
+from orchestrator.topology import hardware
+
+SCHEMA = "wirewise-wiring/1"
+
+Certificate = tuple  # (classes: ((kind, size), ...), labels between classes row by row)
+
+
+def fingerprint(links: list[list[str]], gpu_names: list[str | None]) -> str:
+    """sha256 hex of the canonical form of the wiring."""
+    payload = json.dumps(canonical_form(links, gpu_names), separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def canonical_form(links: list[list[str]], gpu_names: list[str | None]) -> dict:
+    """The wiring as nested parts joined by one label each, and searched forms of the rest."""
+    models = [hardware.normalize_model(name) for name in gpu_names]
+    form, _key = _describe(links, models, list(range(len(links))))
+    return {"schema": SCHEMA, "gpus": len(links), "wiring": form}
+
+
+def _describe(links, forms: list, members: list[int]):
+    """(JSON-able form of the part `members`, its text for sorting). forms[i]: GPU i's own form."""
+    if len(members) == 1:
+        form = forms[members[0]]
+    else:
+        split = _split(links, members)
+        if split is None:
+            form = _describe_unsplittable(links, forms, members)
+        else:
+            label, parts = split
+            described = sorted((_describe(links, forms, part) for part in parts), key=lambda d: d[1])
+            form = {"join": label, "parts": [d[0] for d in described]}
+    return form, _text(form)
+
+
+def _text(form) -> str:
+    return json.dumps(form, separators=(",", ":"))
+
+
+def _split(links, members: list[int]) -> tuple[str, list[list[int]]] | None:
+    """The label joining all pairs between the components of the other labels, if any."""
+    present = sorted({links[i][j] for i in members for j in members if i < j})
+    for label in present:
+        parts = _components_without(links, members, label)
+        if len(parts) > 1:
+            return label, parts
+    return None
+
+
+def _components_without(links, members: list[int], label: str) -> list[list[int]]:
+    """Components of the graph of pairs whose label is not `label`."""
+    unvisited = set(members)
+    parts = []
+    while unvisited:
+        start = min(unvisited)
+        unvisited.remove(start)
+        part, stack = [start], [start]
+        while stack:
+            row = links[stack.pop()]
+            reached = [w for w in unvisited if row[w] != label]
+            unvisited.difference_update(reached)
+            part.extend(reached)
+            stack.extend(reached)
+        if not parts and not unvisited:
+            return [part]  # connected: this label does not split the part
+        parts.append(sorted(part))
+    return parts
+
+
+def _describe_unsplittable(links, forms, members: list[int]):
+    """Twins (GPUs that see all others alike) become one vertex each, whose form says what
+    they are; what remains without twins is searched."""
+    twins = _twin_classes(links, members)
+    if len(twins) == len(members):
+        return {"search": _searched_form(links, forms, members)}
+    quotient_links = [[links[a[0]][b[0]] if a is not b else "X" for b in twins] for a in twins]
+    quotient_forms = [
+        forms[group[0]] if len(group) == 1 else _describe(links, forms, group)[0] for group in twins
+    ]
+    return _describe(quotient_links, quotient_forms, list(range(len(twins))))[0]
+
+
+def _twin_classes(links, members: list[int]) -> list[list[int]]:
+    """Classes of GPUs u, v with the same label to every other GPU of the part. Being twins
+    is transitive, and twins are joined among themselves by one label."""
+    classes: list[list[int]] = []
+    for gpu in members:
+        for group in classes:
+            other = group[0]
+            if all(links[gpu][w] == links[other][w] for w in members if w != gpu and w != other):
+                group.append(gpu)
+                break
+        else:
+            classes.append([gpu])
+    return classes
+
+
+def _searched_form(links, forms, members: list[int]) -> dict:
+    sub_links = [[links[i][j] for j in members] for i in members]
+    keys = [_text(forms[i]) for i in members]
+    form_of = dict(zip(keys, (forms[i] for i in members)))
+    ranked = sorted(set(keys))
+    colours = [float(ranked.index(k)) for k in keys]
+    (classes, between), _leaf, _symmetries = _search(sub_links, keys, colours)
+    return {
+        "classes": [[form_of[key], size] for key, size in classes],
+        "labels": [list(row) for row in between],
+    }
+
+
+def _search(links, kinds, colours):
+    """(smallest certificate below this node, its classes, symmetries found below).
+    kinds[i]: what GPU i is (its form as text); colours: the current partition."""
+    colours = _refine(links, colours)
+    classes = _classes(colours)
+    target = _first_mixed_class(links, classes)
+    if target is None:
+        return _certificate(links, kinds, classes), classes, []
+
+    best: tuple | None = None
+    first_leaf_of: dict[Certificate, list[list[int]]] = {}
+    symmetries: list[dict[int, int]] = []
+    orbit = _UnionFind(len(links))
+    explored: list[int] = []
+    for gpu in target:
+        if any(orbit.same(gpu, done) for done in explored):
+            continue
+        explored.append(gpu)
+        certificate, leaf_classes, below = _search(links, kinds, _individualise(colours, gpu))
+        found = list(below)
+        if certificate in first_leaf_of:
+            found.append(_mapping(leaf_classes, first_leaf_of[certificate]))
+        else:
+            first_leaf_of[certificate] = leaf_classes
+        for mapping in found:
+            for a, b in mapping.items():
+                orbit.union(a, b)
+        symmetries.extend(found)
+        if best is None or certificate < best[0]:
+            best = (certificate, leaf_classes)
+    return best[0], best[1], symmetries
+
+
+def _refine(links, colours: list[float]) -> list[float]:
+    n = len(links)
+    distinct = len(set(colours))
+    while True:
+        signatures = []
+        for i in range(n):
+            row = links[i]
+            around = Counter((row[j], colours[j]) for j in range(n) if j != i)
+            signatures.append((colours[i], tuple(sorted(around.items()))))
+        ranks = {sig: float(rank) for rank, sig in enumerate(sorted(set(signatures)))}
+        colours = [ranks[sig] for sig in signatures]
+        if len(ranks) == distinct:
+            return colours
+        distinct = len(ranks)
+
+
+def _classes(colours: list[float]) -> list[list[int]]:
+    by_colour: dict[float, list[int]] = {}
+    for gpu, colour in enumerate(colours):
+        by_colour.setdefault(colour, []).append(gpu)
+    return [by_colour[c] for c in sorted(by_colour)]
+
+
+def _first_mixed_class(links, classes) -> list[int] | None:
+    """The first class whose pairs (inside it, or to some other class) carry more than one label."""
+    for a, members in enumerate(classes):
+        if len(members) == 1:
+            continue  # after refinement a single GPU sees each class with one label
+        if len({links[i][j] for i in members for j in members if i != j}) > 1:
+            return members
+        for b, others in enumerate(classes):
+            if b != a and len({links[i][j] for i in members for j in others}) > 1:
+                return members
+    return None
+
+
+def _certificate(links, kinds, classes) -> Certificate:
+    sizes = tuple((kinds[c[0]], len(c)) for c in classes)
+    between = tuple(
+        tuple(_label_between(links, a, b) for b in classes)
+        for a in classes
+    )
+    return sizes, between
+
+
+def _label_between(links, a: list[int], b: list[int]) -> str:
+    if a is b:
+        return links[a[0]][a[1]] if len(a) > 1 else "X"
+    return links[a[0]][b[0]]
+
+
+def _individualise(colours: list[float], gpu: int) -> list[float]:
+    """`gpu` gets a colour of its own, just below the rest of its class."""
+    changed = list(colours)
+    changed[gpu] = colours[gpu] - 0.5
+    return changed
+
+
+def _mapping(classes_from: list[list[int]], classes_to: list[list[int]]) -> dict[int, int]:
+    """Two uniform partitions with equal certificates: mapping class k onto class k (in any
+    order inside) preserves every label and model, so it is a symmetry of the wiring."""
+    return {a: b for src, dst in zip(classes_from, classes_to) for a, b in zip(src, dst)}
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def same(self, a: int, b: int) -> bool:
+        return self.find(a) == self.find(b)

@@ -1,0 +1,89 @@
+"""Slurm GPU configuration from a topology: gres.conf lines and a slurm.conf Features= hint.
+
+gres.conf(5): `Links=` is one integer per GPU in device order (GPUs sorted by PCI bus id,
+the order NVML and nvidia-smi number them), the number of connections to that GPU, -1 for
+the GPU itself, 0 for none; a line with Links= holds a single File=. `Cores=` takes
+logical core indices, not CPU ids (see cpus.py).
+
+Seen on Slurm 22.05 (tests/topology/test_gres_slurm.py): cons_tres uses Links= only for
+GPUs that have Cores= and only for jobs asking `--gpus=N`; `--gres=gpu:N` takes the first
+free GPUs. So Cores= is written wherever it can be known, even when it spans all cores.
+"""
+
+from __future__ import annotations
+
+from orchestrator.topology import cpus, hardware
+from orchestrator.topology.model import NodeTopology
+
+
+def gres_conf(topo: NodeTopology, node: str) -> str:
+    """gres.conf lines, one per GPU, with comments that say where each value comes from."""
+    cores = _cores_per_gpu(topo)
+    lines = [
+        f"# {node}: {topo.gpus} GPU(s), fabric {topo.fabric}, fingerprint {topo.fingerprint[:16]} (wirewise topo slurm)",
+        "# Links= NVLinks to GPU 0,1,... in device order (-1 itself); Cores= logical core indices near the GPU",
+    ]
+    if not any(cores):
+        lines.append(
+            "# no Cores=: the CPU affinity does not tell the core count; run `wirewise topo slurm` on the node "
+            "itself, since Slurm weighs Links= only for GPUs with Cores="
+        )
+    for gpu in range(topo.gpus):
+        fields = [f"NodeName={node}", "Name=gpu"]
+        kind = hardware.slurm_type(topo.gpu_names[gpu])
+        if kind:
+            fields.append(f"Type={kind}")
+        fields.append(f"File=/dev/nvidia{_minor(topo, gpu)}")
+        fields.append("Links=" + ",".join("-1" if peer == gpu else str(topo.nvlinks(gpu, peer)) for peer in range(topo.gpus)))
+        if cores[gpu]:
+            fields.append(f"Cores={cores[gpu]}")
+        lines.append(" ".join(fields))
+    features = ",".join(slurm_features(topo))
+    lines += [
+        f"# slurm.conf, on the NodeName={node} line: Gres={_gres_counts(topo)} Features={features}",
+        f"# then jobs can ask for the fabric: sbatch --constraint={topo.fabric} --gpus={min(2, topo.gpus)} job.sh",
+        "# (--gpus=N lets Slurm pick GPUs by Links=; --gres=gpu:N takes the first free ones)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def slurm_features(topo: NodeTopology) -> list[str]:
+    """Node features naming the fabric: the class, 'nvswitch' when proven, 'nvl<generation>'."""
+    features = [topo.fabric]
+    if topo.switched:
+        features.append("nvswitch")
+    if topo.nvlink_generation and topo.fabric not in ("pcie", "single"):
+        features.append(f"nvl{topo.nvlink_generation}")
+    return features
+
+
+def _minor(topo: NodeTopology, gpu: int) -> int:
+    """/dev/nvidiaN uses the device minor number, which need not equal the index (gres.conf(5))."""
+    gpus = topo.details.get("gpus") or []
+    minor = gpus[gpu].get("minor") if gpu < len(gpus) else None
+    return minor if minor is not None else gpu
+
+
+def _gres_counts(topo: NodeTopology) -> str:
+    counts: dict[str | None, int] = {}
+    for name in topo.gpu_names:
+        kind = hardware.slurm_type(name)
+        counts[kind] = counts.get(kind, 0) + 1
+    return ",".join(f"gpu:{kind}:{n}" if kind else f"gpu:{n}" for kind, n in counts.items())
+
+
+def _cores_per_gpu(topo: NodeTopology) -> list[str | None]:
+    """Cores= per GPU: exact from the probing machine's sysfs when live; from a text, folded
+    by the hyperthread pattern of its CPU lists. None where unknown, and where every GPU
+    lists the same CPUs with no sign of hyperthreads (the core count cannot be told)."""
+    live = topo.details.get("slurm_cores")
+    if live and len(live) == topo.gpus:
+        return list(live)
+    affinities = [cpus.parse_cpu_list(a) for a in topo.cpu_affinity]
+    folded = cpus.fold_siblings_by_offset(affinities)
+    if folded is None:
+        known = [a for a in affinities if a]
+        if len(known) == topo.gpus and all(a == known[0] for a in known):
+            return [None] * topo.gpus
+        folded = affinities  # distinct single ranges: one thread per core
+    return [cpus.format_cpu_list(c) if c else None for c in folded]

@@ -1,0 +1,363 @@
+"""Read this machine's GPU wiring live through NVML (the `nvidia-ml-py` package, module pynvml).
+
+Per GPU: name, UUID, PCI bus id, device minor number, PCIe generation and width (current
+and max), CPU affinity, NUMA node, and every NVLink: up or down, and what is at the far
+end (another GPU, found by its PCI bus id, or an NVSwitch). The pair matrix is built as
+nvidia-smi builds it: NV<n> for n links between two GPUs (through NVSwitches: the links
+both GPUs have into the switch fabric), else NVML's PCIe common ancestor.
+
+Where NVML reports NVLink as not supported (as it does in VMs), the probe says so and
+reads the matrix from `nvidia-smi topo -m` instead. The job supervisor calls this on
+compute nodes before every task: no torch, NVML calls only, nvidia-smi only when needed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import UserError
+from orchestrator.topology import cpus, labels
+from orchestrator.topology.model import NodeTopology
+from orchestrator.topology.parse import parse_topo_text
+
+SMI_SOURCE = "nvidia-smi topo -m output"
+
+_ANCESTOR_LEVELS = {  # nvmlGpuTopologyLevel_t -> nvidia-smi label
+    0: "PIX",  # NVML_TOPOLOGY_INTERNAL: two GPUs on one board
+    10: "PIX",  # NVML_TOPOLOGY_SINGLE
+    20: "PXB",  # NVML_TOPOLOGY_MULTIPLE
+    30: "PHB",  # NVML_TOPOLOGY_HOSTBRIDGE
+    40: "NODE",  # NVML_TOPOLOGY_NODE
+    50: "SYS",  # NVML_TOPOLOGY_SYSTEM
+}
+_REMOTE_TYPES = {0: "gpu", 1: "cpu", 2: "nvswitch"}  # nvmlIntNvLinkDeviceType_t; 0xFF unknown
+
+
+def short_hostname() -> str:
+    """The node name as Slurm knows it: the host name up to the first dot."""
+    return socket.gethostname().split(".")[0]
+
+
+def probe_node(nvml: Any = None, run_nvidia_smi: Callable[[], str | None] | None = None) -> NodeTopology:
+    """This machine's topology. `nvml` and `run_nvidia_smi` are for tests on machines without a GPU."""
+    nvml = nvml or _import_nvml()
+    run_nvidia_smi = run_nvidia_smi or nvidia_smi_topo_text
+    _start(nvml)
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        if count == 0:
+            raise UserError("NVML sees no GPU on this machine; read a saved `nvidia-smi topo -m` output with --from-file")
+        handles = [_handle(nvml, i) for i in range(count)]
+        gpus = [_read_gpu(nvml, h) for h in handles]
+        versions = _versions(nvml)
+        ancestors = _ancestor_matrix(nvml, handles)
+    finally:
+        _call(nvml, "nvmlShutdown")
+    return _assemble(gpus, ancestors, versions, run_nvidia_smi)
+
+
+def _handle(nvml, index: int):
+    """A GPU's handle; a GPU hidden from this process (a job's device cgroup, a lost GPU) is
+    named in one line rather than a traceback in the job supervisor."""
+    try:
+        return nvml.nvmlDeviceGetHandleByIndex(index)
+    except nvml.NVMLError as exc:
+        raise UserError(
+            f"NVML cannot open GPU {index} ({exc}): probe the node outside a job's device limits, "
+            "or read a saved `nvidia-smi topo -m` output with --from-file"
+        ) from None
+
+
+def nvidia_smi_topo_text() -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        proc = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+# -- NVML ----------------------------------------------------------------
+def _import_nvml():
+    try:
+        import pynvml
+    except ImportError:
+        raise UserError("the NVML bindings are missing: pip install nvidia-ml-py") from None
+    return pynvml
+
+
+def _start(nvml) -> None:
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        raise UserError(
+            f"no NVIDIA GPU or driver on this machine (NVML: {exc}); "
+            "read a saved `nvidia-smi topo -m` output with --from-file"
+        ) from None
+
+
+def _call(nvml, function: str, *args):
+    """An NVML query that may be unsupported here (old driver, VM, old bindings): None then."""
+    fn = getattr(nvml, function, None)
+    if fn is None:
+        return None
+    try:
+        return fn(*args)
+    except nvml.NVMLError:
+        return None
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _read_gpu(nvml, handle) -> dict[str, Any]:
+    pci = _call(nvml, "nvmlDeviceGetPciInfo", handle)
+    bus_id = _text(pci.busId) if pci is not None else None
+    nvlinks, nvlink_supported = _read_nvlinks(nvml, handle)
+    affinity = _cpu_affinity(nvml, handle, bus_id)
+    return {
+        "name": _text(_call(nvml, "nvmlDeviceGetName", handle)),
+        "uuid": _text(_call(nvml, "nvmlDeviceGetUUID", handle)),
+        "pci_bus_id": bus_id,
+        "minor": _call(nvml, "nvmlDeviceGetMinorNumber", handle),
+        "pcie": {
+            "curr_gen": _call(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", handle),
+            "max_gen": _call(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", handle),
+            "curr_width": _call(nvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
+            "max_width": _call(nvml, "nvmlDeviceGetMaxPcieLinkWidth", handle),
+        },
+        "cpu_affinity": cpus.format_cpu_list(affinity) if affinity else None,
+        "numa": _numa_node(nvml, handle, bus_id),
+        "nvlink_supported": nvlink_supported,
+        "nvlinks": nvlinks,
+    }
+
+
+def _read_nvlinks(nvml, handle) -> tuple[list[dict[str, Any]], bool]:
+    """Every link the GPU has: state and far end. (links, whether NVML reports NVLink at all)."""
+    links = []
+    for link in range(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)):
+        try:
+            active = bool(nvml.nvmlDeviceGetNvLinkState(handle, link))
+        except nvml.NVMLError:
+            continue  # past the GPU's last link, or NVLink not supported at all
+        entry: dict[str, Any] = {"link": link, "active": active}
+        if active:
+            remote = _call(nvml, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+            kind = _call(nvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+            entry["remote_pci_bus_id"] = _text(remote.busId) if remote is not None else None
+            entry["remote"] = _REMOTE_TYPES.get(kind, "unknown") if kind is not None else "unknown"
+        links.append(entry)
+    return links, bool(links)
+
+
+def _cpu_affinity(nvml, handle, bus_id: str | None) -> list[int]:
+    words = ((os.cpu_count() or 1) + 63) // 64
+    mask = _call(nvml, "nvmlDeviceGetCpuAffinity", handle, words)
+    if mask is not None:
+        found = cpus.cpus_from_mask(mask)
+        if found:
+            return found
+    sysfs = _sysfs_pci(bus_id)
+    if sysfs and (sysfs / "local_cpulist").exists():
+        return cpus.parse_cpu_list((sysfs / "local_cpulist").read_text())
+    return []
+
+
+def _numa_node(nvml, handle, bus_id: str | None) -> int | None:
+    node = _call(nvml, "nvmlDeviceGetNumaNodeId", handle)
+    if node is None:
+        sysfs = _sysfs_pci(bus_id)
+        if sysfs and (sysfs / "numa_node").exists():
+            node = int((sysfs / "numa_node").read_text().strip() or -1)
+    return node if node is not None and node >= 0 else None
+
+
+def _sysfs_pci(bus_id: str | None) -> Path | None:
+    """NVML's '00000000:18:00.0' is '0000:18:00.0' in /sys/bus/pci/devices."""
+    key = _bus_key(bus_id)
+    if key is None:
+        return None
+    domain, bus, device, function = key
+    return Path(f"/sys/bus/pci/devices/{domain:04x}:{bus:02x}:{device:02x}.{function:x}")
+
+
+def _bus_key(bus_id: str | None) -> tuple[int, int, int, int] | None:
+    """A PCI bus id as numbers, so '00000000:18:00.0' and '0000:18:00.0' compare equal."""
+    try:
+        domain, bus, rest = bus_id.strip().split(":")
+        device, function = rest.split(".")
+        return int(domain, 16), int(bus, 16), int(device, 16), int(function, 16)
+    except (AttributeError, ValueError):
+        return None
+
+
+def _ancestor_matrix(nvml, handles) -> list[list[str | None]]:
+    n = len(handles)
+    matrix: list[list[str | None]] = [[None] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            level = _call(nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[i], handles[j])
+            matrix[i][j] = matrix[j][i] = _ANCESTOR_LEVELS.get(level)
+    return matrix
+
+
+def _versions(nvml) -> dict[str, str | None]:
+    cuda = _call(nvml, "nvmlSystemGetCudaDriverVersion_v2") or _call(nvml, "nvmlSystemGetCudaDriverVersion")
+    return {
+        "driver": _text(_call(nvml, "nvmlSystemGetDriverVersion")),
+        "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+        "nccl": nccl_version(),
+        "nvidia_ml_py": _dist_version("nvidia-ml-py"),
+    }
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# -- NCCL without torch ----------------------------------------------------
+def nccl_version() -> str | None:
+    """The NCCL library's own version (ncclGetVersion through ctypes), None if none loads."""
+    for candidate in _nccl_libraries():
+        try:
+            lib = ctypes.CDLL(candidate)
+            code = ctypes.c_int()
+            if lib.ncclGetVersion(ctypes.byref(code)) != 0:
+                continue
+        except (OSError, AttributeError):
+            continue
+        return _decode_nccl_version(code.value)
+    return None
+
+
+def _decode_nccl_version(code: int) -> str:
+    """NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 + patch before."""
+    if code >= 10000:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+
+
+def _nccl_libraries() -> list[str]:
+    """The pip wheel's library (nvidia/nccl/lib, nvidia/cu13/lib...) first, then the system's."""
+    found: list[str] = []
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        spec = None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        found.extend(str(p) for p in sorted(Path(root).glob("*/lib/libnccl.so*")))
+    found.append("libnccl.so.2")
+    return found
+
+
+# -- the topology ----------------------------------------------------------
+def _assemble(gpus, ancestors, versions, run_nvidia_smi) -> NodeTopology:
+    notes: list[str] = []
+    links, switch_seen = _nvml_matrix(gpus, ancestors)
+    names = [g["name"] for g in gpus]
+    affinity = [g["cpu_affinity"] for g in gpus]
+    numa = [g["numa"] for g in gpus]
+    raw_text = None
+    source = "nvml"
+    if not all(g["nvlink_supported"] for g in gpus):
+        switch_seen = None
+        smi = _smi_matrix(run_nvidia_smi, len(gpus))
+        if isinstance(smi, str):
+            notes.append(
+                f"NVML reports NVLink as not supported here (a VM, or GPUs without NVLink), and {smi}: "
+                "pairs show PCIe paths only, NVLinks may be missing"
+            )
+        else:
+            parsed, raw_text = smi
+            notes.append(
+                "NVML reports NVLink as not supported here (a VM, or GPUs without NVLink): "
+                "the pair matrix comes from `nvidia-smi topo -m`"
+            )
+            links = parsed.links
+            affinity = [a or p for a, p in zip(affinity, parsed.cpu_affinity)]
+            numa = [a if a is not None else p for a, p in zip(numa, parsed.numa)]
+            source = "nvml+nvidia-smi"
+    details = {
+        "source": source,
+        "hostname": short_hostname(),
+        "gpus": gpus,
+        "versions": versions,
+        "slurm_cores": [_slurm_cores(a) for a in affinity],
+        "notes": notes,
+    }
+    return NodeTopology(
+        links=links,
+        gpu_names=names,
+        cpu_affinity=affinity,
+        numa=numa,
+        pcie_ancestors=ancestors,
+        switch_seen=switch_seen,
+        details=details,
+        raw_text=raw_text,
+    )
+
+
+def _nvml_matrix(gpus, ancestors) -> tuple[list[list[str]], bool]:
+    """Labels from NVLink counts and PCIe ancestors; and whether an NVSwitch was seen."""
+    n = len(gpus)
+    index_of = {_bus_key(g["pci_bus_id"]): k for k, g in enumerate(gpus)}
+    direct = [[0] * n for _ in range(n)]
+    into_switch = [0] * n
+    for k, gpu in enumerate(gpus):
+        for link in gpu["nvlinks"]:
+            if not link["active"]:
+                continue
+            peer = index_of.get(_bus_key(link.get("remote_pci_bus_id")))
+            if link.get("remote") == "nvswitch":
+                into_switch[k] += 1
+            elif peer is not None and peer != k:
+                direct[k][peer] += 1
+    links = [[labels.SELF] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            count = max(direct[i][j], direct[j][i])
+            if into_switch[i] and into_switch[j]:
+                count += min(into_switch[i], into_switch[j])
+            links[i][j] = labels.nvlink_label(count) if count else (ancestors[i][j] or "SYS")
+    return links, any(into_switch)
+
+
+def _smi_matrix(run_nvidia_smi, gpu_count: int):
+    """(parsed, text) from `nvidia-smi topo -m`, or a string saying why it cannot be used."""
+    text = run_nvidia_smi()
+    if not text:
+        return "`nvidia-smi topo -m` did not run"
+    try:
+        parsed = parse_topo_text(text, SMI_SOURCE)
+    except UserError as exc:
+        return f"`nvidia-smi topo -m` could not be read ({exc})"
+    if len(parsed.links) != gpu_count:
+        return f"`nvidia-smi topo -m` shows {len(parsed.links)} GPUs where NVML sees {gpu_count}"
+    return parsed, text
+
+
+def _slurm_cores(affinity: str | None) -> str | None:
+    if not affinity:
+        return None
+    cores = cpus.logical_cores_from_sysfs(cpus.parse_cpu_list(affinity))
+    return cpus.format_cpu_list(cores) if cores else None

@@ -1,0 +1,102 @@
+"""Store topologies: one Topology row per wiring (fingerprint), one Node row per host, and
+one NodeTopology row per (node, wiring) pair holding what the fingerprint leaves out."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from orchestrator.store import Store
+from orchestrator.store.models import Node, NodeTopology as NodeTopologyRow, Topology
+from orchestrator.topology.model import NodeTopology
+
+
+def save_topology(store: Store, topo: NodeTopology, node: str | None = None) -> tuple[str, bool]:
+    """Store `topo` as seen on `node` (default: this host). Returns (fingerprint, created):
+    created is False when this node was already stored with this wiring (then only
+    last_seen and the details change)."""
+    from orchestrator.topology import node_name
+
+    node = node_name(topo, node)
+    try:
+        return _save(store, topo, node)
+    except IntegrityError:
+        # Another process stored the same node or wiring between our read and our write.
+        return _save(store, topo, node)
+
+
+def _save(store: Store, topo: NodeTopology, node: str) -> tuple[str, bool]:
+    with store.session() as session:
+        topology = session.scalar(select(Topology).where(Topology.fingerprint == topo.fingerprint))
+        if topology is None:
+            topology = Topology(
+                fingerprint=topo.fingerprint,
+                fabric=topo.fabric,
+                switched=topo.switched,
+                gpu_count=topo.gpus,
+                gpu_model=topo.gpu_model,
+                parsed=_parsed(topo),
+                raw_text=topo.raw_text,
+            )
+            session.add(topology)
+        host = session.scalar(select(Node).where(Node.name == node))
+        if host is None:
+            host = Node(name=node)
+            session.add(host)
+        session.flush()
+        seen = session.scalar(
+            select(NodeTopologyRow).where(NodeTopologyRow.node_id == host.id, NodeTopologyRow.topology_id == topology.id)
+        )
+        if seen is not None:
+            seen.last_seen = datetime.now(timezone.utc)
+            seen.details = _node_details(topo)
+            return topo.fingerprint, False
+        session.add(NodeTopologyRow(node_id=host.id, topology_id=topology.id, details=_node_details(topo)))
+        return topo.fingerprint, True
+
+
+def _parsed(topo: NodeTopology) -> dict[str, Any]:
+    """The DESIGN.md object plus what placement reads per pair."""
+    return {
+        **topo.contract(),
+        "gpu_model": topo.gpu_model,
+        "nvlink_generation": topo.nvlink_generation,
+        "pcie_levels": topo.pcie_levels,
+    }
+
+
+def _node_details(topo: NodeTopology) -> dict[str, Any]:
+    return {
+        **topo.details,
+        "gpu_names": topo.gpu_names,
+        "cpu_affinity": topo.cpu_affinity,
+        "numa": topo.numa,
+    }
+
+
+def list_topologies(store: Store) -> list[dict[str, Any]]:
+    """Stored nodes with their wiring, most recently seen first."""
+    with store.session() as session:
+        rows = session.execute(
+            select(Node.name, Topology, NodeTopologyRow.first_seen, NodeTopologyRow.last_seen)
+            .join(NodeTopologyRow, NodeTopologyRow.node_id == Node.id)
+            .join(Topology, Topology.id == NodeTopologyRow.topology_id)
+            .order_by(NodeTopologyRow.last_seen.desc(), Node.name)
+        ).all()
+        return [
+            {
+                "node": name,
+                "fabric": topology.fabric,
+                "switched": topology.switched,
+                "gpus": topology.gpu_count,
+                "gpu_model": topology.gpu_model,
+                "groups": topology.parsed.get("groups"),
+                "fingerprint": topology.fingerprint,
+                "first_seen": first_seen,
+                "last_seen": last_seen,
+            }
+            for name, topology, first_seen, last_seen in rows
+        ]

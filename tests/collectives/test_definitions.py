@@ -1,0 +1,78 @@
+"""Sizes, element counts and bus-bandwidth factors against nccl-tests' own numbers (no processes)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from jobs.collectives.params import OP_NAMES, CollectiveParams, parse_size, sweep_sizes
+
+
+def test_every_op_name_has_a_descriptor():
+    from jobs.collectives.ops import OPS
+
+    assert tuple(OPS) == OP_NAMES
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("64", 64), ("4K", 4096), ("1M", 1024**2), ("1m", 1024**2), ("1G", 1024**3), ("1.5M", 1572864), ("256MB", 256 * 1024**2)],
+)
+def test_sizes_read_like_nccl_tests(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "M", "1X", "-1M", "1 0", "0"])
+def test_bad_sizes_are_refused(text):
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+def test_sweep_is_nccl_tests_size_column():
+    assert sweep_sizes(1024**2, 1024**3, 2) == [1024**2 * 2**i for i in range(11)]
+    assert sweep_sizes(1000, 9000, 3) == [1000, 3000, 9000]
+    assert sweep_sizes(64, 64, 2) == [64]
+
+
+def test_params_validate_and_normalise():
+    p = CollectiveParams.model_validate({"ops": "all_gather,all_reduce,all_gather", "min_bytes": "1K", "max_bytes": "1M", "dtype": "bf16"})
+    assert p.ops == ["all_gather", "all_reduce"]
+    assert (p.min_bytes, p.max_bytes, p.dtype, p.element_bytes) == (1024, 1024**2, "bfloat16", 2)
+    for bad in ({"min_bytes": "2M", "max_bytes": "1M"}, {"ops": "all_reduce,bogus"}, {"dtype": "int8"}, {"step_factor": 1}, {"iters": 0}):
+        with pytest.raises(ValidationError):
+            CollectiveParams.model_validate(bad)
+
+
+def test_all_gather_counts_match_the_old_nccl_tests_log():
+    """8 ranks, float: nccl-tests rounds each rank's chunk down to whole 16-byte lines, so
+    4..64 B print as 0 and 128 B as count 4 (tests/fixtures/nccl-tests, the Polaris log)."""
+    from jobs.collectives.ops import OPS
+
+    geometry = [OPS["all_gather"].geometry(size, 8, 4) for size in (4, 8, 16, 32, 64, 128, 1024**3)]
+    assert [(g.nbytes, g.count) for g in geometry] == [(0, 0)] * 5 + [(128, 4), (1073741824, 33554432)]
+
+
+def test_counts_per_op_at_three_ranks():
+    from jobs.collectives.ops import OPS
+
+    # all_reduce/broadcast: the whole buffer; chunked ops: per rank (per peer for all_to_all).
+    assert OPS["all_reduce"].geometry(1000, 3, 4) == OPS["broadcast"].geometry(1000, 3, 4)
+    assert (OPS["all_reduce"].geometry(1000, 3, 4).count, OPS["all_reduce"].geometry(1000, 3, 4).nbytes) == (250, 1000)
+    for op in ("all_gather", "reduce_scatter", "all_to_all"):
+        g = OPS[op].geometry(4096, 3, 4)  # 4096/4/3 = 341 elements, down to a multiple of 4 = 340
+        assert (g.count, g.nbytes) == (340, 340 * 3 * 4)
+    bf16 = OPS["all_gather"].geometry(4096, 3, 2)  # 682 elements, down to a multiple of 8 = 680
+    assert (bf16.count, bf16.nbytes) == (680, 680 * 3 * 2)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+def test_bus_bandwidth_factors(n, monkeypatch):
+    from jobs.collectives.ops import OPS
+
+    monkeypatch.delenv("NCCL_ALGO", raising=False)
+    assert OPS["all_reduce"].busbw_factor(n) == pytest.approx(2 * (n - 1) / n)
+    for op in ("all_gather", "reduce_scatter", "all_to_all"):
+        assert OPS[op].busbw_factor(n) == pytest.approx((n - 1) / n)
+    assert OPS["broadcast"].busbw_factor(n) == 1.0
+    monkeypatch.setenv("NCCL_ALGO", "NVLS")  # nccl-tests' NVLS all-reduce factor
+    assert OPS["all_reduce"].busbw_factor(n) == pytest.approx((n - 1) / (n + 1))

@@ -1,0 +1,90 @@
+"""A rank killed or frozen mid-sweep: the run ends within its timeout, says so, leaves no process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from sqlalchemy import select
+
+from tests.conftest import WIREWISE
+
+
+def _rank_pids(runs: Path) -> dict[int, int]:
+    """Live (non-zombie) `jobs.worker` processes of runs under `runs`, by rank."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"jobs.worker" in argv and any(str(runs).encode() in arg for arg in argv) and state != "Z":
+            rank = next(int(e[5:]) for e in environ if e.startswith(b"RANK="))
+            found[rank] = int(proc.name)
+    return found
+
+
+def _start_long_sweep(runs: Path, db_url: str, timeout_s: int) -> subprocess.Popen:
+    """Two gloo ranks on one size with far more iterations than the timeout allows."""
+    args = ["bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce", "-b", "1M", "-e", "1M",
+            "--iters", "10000000", "--timeout", str(timeout_s), "--db", db_url]
+    env = {**os.environ, "WIREWISE_RUNS": str(runs)}
+    return subprocess.Popen([WIREWISE, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_until_sweeping(runs: Path, proc: subprocess.Popen, limit_s: float = 60) -> dict[int, int]:
+    """Both ranks up and rank 0 into the sweep (its first progress event is written)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        pids = _rank_pids(runs)
+        if list(runs.glob("*/progress.jsonl")) and len(pids) == 2:
+            return pids
+        time.sleep(0.1)
+    raise AssertionError("the ranks never started sweeping")
+
+
+def _stored_status(db_url: str):
+    from orchestrator.store import Store
+    from orchestrator.store.models import Result
+
+    with Store(db_url).session() as session:
+        return session.execute(select(Result.status, Result.error, Result.params)).all()
+
+
+def test_a_killed_rank_fails_the_run_fast_and_leaves_no_process(tmp_path, db_url):
+    runs = tmp_path / "runs"
+    proc = _start_long_sweep(runs, db_url, timeout_s=120)
+    pids = _wait_until_sweeping(runs, proc)
+    os.kill(pids[1], signal.SIGKILL)
+    killed_at = time.monotonic()
+    _out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - killed_at < 20  # the failure grace, not the 120 s timeout
+    assert proc.returncode == 1
+    assert "collectives run failed: rank 1 ended with signal 9" in err
+    assert _rank_pids(runs) == {}
+    [(status, error, params)] = _stored_status(db_url)
+    assert status == "failed" and error.startswith("rank 1 ended with signal 9") and params["ops"] == ["all_reduce"]
+
+
+def test_a_frozen_rank_times_out_and_leaves_no_process(tmp_path, db_url):
+    runs = tmp_path / "runs"
+    timeout_s = 20
+    started = time.monotonic()
+    proc = _start_long_sweep(runs, db_url, timeout_s=timeout_s)
+    pids = _wait_until_sweeping(runs, proc)
+    os.kill(pids[1], signal.SIGSTOP)  # rank 0 now waits forever inside the all_reduce
+    _out, err = proc.communicate(timeout=timeout_s + 60)
+    assert time.monotonic() - started < timeout_s + 20
+    assert proc.returncode == 1
+    assert f"collectives run timeout: timed out after {timeout_s} s" in err
+    assert _rank_pids(runs) == {}
+    [(status, _error, _params)] = _stored_status(db_url)
+    assert status == "timeout"

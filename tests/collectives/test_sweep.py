@@ -1,0 +1,137 @@
+"""The collective sweep as users run it: gloo ranks on CPU, real processes, a real database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from tests.conftest import FIXTURES, wirewise, wirewise_json
+
+TOPO_FILE = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
+NCCL_TESTS_LOG = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+BUSBW_FACTOR = {  # nccl-tests' doc/PERFORMANCE.md, written out here on purpose
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+}
+
+
+def test_rows_follow_nccl_tests_definitions(tmp_path, db_url):
+    rows = wirewise_json(
+        "bench", "collectives", "--backend", "gloo", "--nproc", "3",
+        "--ops", "all_reduce,all_gather,reduce_scatter,broadcast,all_to_all",
+        "-b", "1K", "-e", "16K", "-f", "4", "--iters", "3", "--warmup", "1", "--check", "--db", db_url,
+        env={"WIREWISE_RUNS": str(tmp_path / "runs")},
+    )
+    by_op = {}
+    for row in rows:
+        by_op.setdefault(row["op"], []).append(row)
+    # Whole-buffer ops keep the size; chunked ops round each of the 3 chunks down to 16-byte lines.
+    whole = [(1024, 256), (4096, 1024), (16384, 4096)]
+    chunked = [(1008, 84), (4080, 340), (16368, 1364)]
+    expected_sizes = {"all_reduce": whole, "broadcast": whole, "all_gather": chunked, "reduce_scatter": chunked, "all_to_all": chunked}
+    assert {op: [(r["bytes"], r["count"]) for r in op_rows] for op, op_rows in by_op.items()} == expected_sizes
+    for row in rows:
+        assert row["ranks"] == 3 and row["gpus"] == [] and row["dtype"] == "float32"
+        assert row["status"] == "ok" and row["wrong"] == 0, row
+        assert row["algbw_gbs"] == pytest.approx(row["bytes"] / (row["time_us"] * 1e-6) / 1e9)
+        assert row["busbw_gbs"] == pytest.approx(row["algbw_gbs"] * BUSBW_FACTOR[row["op"]](3))
+        op_rows = by_op[row["op"]]
+        assert row["avg_busbw_gbs"] == pytest.approx(sum(r["busbw_gbs"] for r in op_rows) / len(op_rows))
+    assert [r["in_place"] for r in rows if r["bytes"] == 1024 or r["bytes"] == 1008] == [True, False, False, True, False]
+
+
+def test_check_counts_the_elements_a_corrupted_input_spoils(tmp_path):
+    """Rank 1 adds 1 to the first element of its input (the documented corrupt_rank hook)
+    right before the checked call: the real collective carries the damage and the real check
+    counts it, summed over ranks like nccl-tests' #wrong."""
+    from jobs.launch import run_task
+    from jobs.spec import TaskSpec
+
+    params = {"ops": ["all_reduce", "all_gather", "reduce_scatter"], "min_bytes": "1K", "max_bytes": "2K",
+              "iters": 1, "warmup": 0, "check": True, "dtype": "bfloat16", "corrupt_rank": 1}
+    spec = TaskSpec(workload="collective", params=params, nproc_per_node=2, backend="gloo", timeout_s=120)
+    result = json.loads(run_task(spec, tmp_path / spec.task_id).read_text())
+    assert result["status"] == "ok", result["records"][0]["error"]
+    wrong = {(r["op"], r["bytes"]): r["wrong"] for r in result["records"]}
+    # all_reduce: element 0 of the sum, on both ranks; all_gather: rank 1's element 0, seen by
+    # both ranks; reduce_scatter: element 0 belongs to rank 0's chunk only.
+    assert wrong == {
+        ("all_reduce", 1024): 2, ("all_reduce", 2048): 2,
+        ("all_gather", 1024): 2, ("all_gather", 2048): 2,
+        ("reduce_scatter", 1024): 1, ("reduce_scatter", 2048): 1,
+    }
+
+
+def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
+    """--gpus 0,1 with gloo on a machine without GPUs: the ranks run on CPU and these physical
+    indices are what gets recorded (no GPU exists here); the fingerprint comes from the saved
+    `nvidia-smi topo -m` of the synthetic 8x H200 NVL node."""
+    from orchestrator.store import Store
+    from orchestrator.store.models import Result, Topology
+    from orchestrator.topology import read_topology
+
+    proc = wirewise(
+        "bench", "collectives", "--backend", "gloo", "--gpus", "0,1", "--topology-file", str(TOPO_FILE),
+        "--ops", "all_reduce,all_gather", "-b", "64K", "-e", "128K", "--iters", "2", "--warmup", "0",
+        "--transport", "pcie", "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.split() == ["#", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"] for line in lines)
+    assert sum(line.startswith("# Avg bus bandwidth") for line in lines) == 2
+    assert any(line.split()[:5] == ["65536", "16384", "float32", "sum", "-1"] and line.split()[-1] == "N/A" for line in lines)
+
+    topo = read_topology(TOPO_FILE)
+    store = Store(db_url)
+    with store.session() as session:
+        results = session.scalars(select(Result).where(Result.workload == "collective")).all()
+        stored_fingerprints = session.scalars(select(Topology.fingerprint)).all()
+    assert len(results) == 4
+    for r in results:
+        assert (r.source, r.status, r.gpus, r.gpu_count, r.world_size) == ("wirewise", "ok", [0, 1], 2, 2)
+        assert (r.fingerprint, r.fabric) == (topo.fingerprint, "nvlink-groups")
+        assert r.env["NCCL_P2P_DISABLE"] == "1" and r.env["CUDA_VISIBLE_DEVICES"] == "0,1"
+        assert r.params["transport"] == "pcie" and r.versions["torch"]
+    assert stored_fingerprints == [topo.fingerprint]
+
+    # An nccl-tests log in the same database: one query puts both tools side by side.
+    wirewise("import", "nccl-tests", str(NCCL_TESTS_LOG), "--db", db_url, check=True)
+    with store.session() as session:
+        side_by_side = session.execute(
+            select(Result.source, Result.bytes, Result.busbw_gbs).where(Result.op == "all_reduce").order_by(Result.bytes)
+        ).all()
+    assert {source for source, _, _ in side_by_side} == {"wirewise", "nccl-tests"}
+    assert [b for s, b, _ in side_by_side if s == "wirewise"] == [65536, 131072]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gpus", "0,x"], "--gpus '0,x'"),
+        (["--ops", "all_reduce,allreduce"], "unknown op 'allreduce'"),
+        (["--dtype", "int8"], "--dtype 'int8'"),
+        (["-b", "2M", "-e", "1M"], "-b 2M is larger than -e 1M"),
+        (["-b", "1Q"], "-b '1Q'"),
+        (["--backend", "mpi"], "--backend 'mpi'"),
+        (["--nproc", "2", "--gpus", "0,1,2", "--backend", "gloo"], "disagree"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, db_url):
+    proc = wirewise("bench", "collectives", *args, "--db", db_url)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_gpus_requested_where_there_are_none(db_url):
+    from orchestrator.bench import visible_gpu_count
+
+    if visible_gpu_count():
+        pytest.skip("this machine has GPUs")
+    for args in (["--gpus", "0,1"], ["--backend", "nccl"]):
+        proc = wirewise("bench", "collectives", *args, "--db", db_url)
+        assert proc.returncode == 2 and "no GPU is visible" in proc.stderr, proc.stderr

@@ -1,0 +1,122 @@
+"""nccl-tests logs (newer 2.17 format, older format with zero-size rows) into result records."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from sqlalchemy import func, select
+
+from orchestrator.errors import UserError
+from orchestrator.record.nccl_tests import log_records, parse_log
+from tests.conftest import FIXTURES, wirewise, wirewise_json
+
+LOGS = FIXTURES / "nccl-tests"
+NEW_LOG = LOGS / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+OLD_LOG = LOGS / "nccl-all_gather-a100-sxm4-2node-8gpu-polaris-zero-size-rows.txt"
+POLARIS_TOPO = FIXTURES / "topo" / "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt"
+
+
+def _records(path, **kw):
+    return log_records(path.read_text(), path.name, **kw)
+
+
+def test_newer_log_with_version_and_op_lines():
+    records = _records(NEW_LOG)
+    assert len(records) == 20  # 10 sizes, out of place and in place
+    assert {r.op for r in records} == {"all_reduce"} and {r.source for r in records} == {"nccl-tests"}
+    peak = max(records, key=lambda r: r.busbw_gbs)
+    assert (peak.busbw_gbs, peak.bytes, peak.in_place, peak.algbw_gbs, peak.time_us) == (482.27, 17179869184, False, 275.58, 62340.7)
+    first = records[0]
+    assert (first.bytes, first.count, first.dtype, first.wrong, first.world_size, first.gpu_count) == (33554432, 4194304, "float64", 0, 8, 8)
+    assert (first.node, first.gpus) == ("cnode3-002", list(range(8)))
+    assert first.versions == {"nccl-tests": "2.17.8", "nccl": "2.29.2"}
+    assert first.extra["avg_busbw_gbs"] == 437.957 and first.extra["redop"] == "sum" and first.extra["root"] == -1
+    assert first.extra["gpu_names"] == ["NVIDIA H100 80GB HBM3"]
+    assert first.params["iters"] == 20 and first.params["warmup"] == 5 and first.params["test"] == "all_reduce_perf"
+    assert [r.in_place for r in records[:2]] == [False, True]
+
+
+def test_older_log_takes_the_op_from_its_name_and_skips_zero_size_rows():
+    [section] = parse_log(OLD_LOG.read_text())
+    assert len(section.rows) == 29 and sum(row.size == 0 for row in section.rows) == 5
+    records = _records(OLD_LOG)
+    assert len(records) == 48  # 24 non-empty sizes x (out of place, in place)
+    assert {r.op for r in records} == {"all_gather"} and min(r.bytes for r in records) == 128
+    peak = max(records, key=lambda r: r.busbw_gbs)
+    assert (peak.busbw_gbs, peak.bytes, peak.in_place) == (3.36, 268435456, False)
+    last = records[-1]
+    assert (last.bytes, last.count, last.dtype, last.time_us, last.in_place) == (1073741824, 33554432, "float32", 287875.0, True)
+    # Two nodes of four GPUs: the record is the first node's, the log's hosts are kept.
+    assert (last.node, last.gpus, last.world_size) == ("x3006c0s13b1n0", [0, 1, 2, 3], 8)
+    assert last.extra["hosts"] == ["x3006c0s13b1n0", "x3006c0s19b0n0"] and last.extra["avg_busbw_gbs"] == 1.16549
+    assert last.extra["redop"] == "none"
+
+
+def test_op_must_be_known_and_fit_the_redop_column():
+    text = OLD_LOG.read_text()
+    with pytest.raises(UserError, match="give --op"):
+        log_records(text, "run.log")
+    assert {r.op for r in log_records(text, "run.log", op="all_gather")} == {"all_gather"}
+    with pytest.raises(UserError, match="redop 'none'"):
+        log_records(text, "run.log", op="all_reduce")
+    with pytest.raises(UserError, match="says it ran all_reduce_perf"):
+        _records(NEW_LOG, op="all_gather")
+
+
+def test_concatenated_runs_are_separate_sections():
+    text = NEW_LOG.read_text() + "\n" + OLD_LOG.read_text()
+    sections = parse_log(text)
+    assert [len(s.rows) for s in sections] == [10, 29]
+    assert [s.average_busbw for s in sections] == [437.957, 1.16549]
+
+
+def test_rows_ignore_noise_lines():
+    noise = "cnode:1:1 [0] NCCL INFO Bootstrap : Using eth0\nNCCL version 2.18.5+cuda12.2\n"
+    text = NEW_LOG.read_text().replace("#\n# Reducing", noise + "#\n# Reducing")
+    assert noise in text
+    assert len(log_records(text, NEW_LOG.name)) == 20
+
+
+def test_rows_without_a_wrong_count():
+    """Runs without -c print N/A; old nccl-tests printed the largest error (a float) instead."""
+    line = "    33554432       4194304    double     sum      -1   182.87  183.49  321.10     N/A   182.88  183.48  321.08  0e+00"
+    [section] = parse_log(line)
+    assert (section.rows[0].out_of_place.wrong, section.rows[0].in_place.wrong) == (None, None)
+    assert section.rows[0].in_place.busbw_gbs == 321.08
+
+
+def test_import_is_idempotent_and_fingerprinted(tmp_path, db_url):
+    from orchestrator.store import Store
+    from orchestrator.store.models import Result
+    from orchestrator.topology import read_topology
+
+    first = wirewise_json("import", "nccl-tests", str(OLD_LOG), "--topology-file", str(POLARIS_TOPO), "--db", db_url)
+    again = wirewise_json("import", "nccl-tests", str(OLD_LOG), "--topology-file", str(POLARIS_TOPO), "--db", db_url)
+    assert (first["rows"], first["new"], again["new"]) == (48, 48, 0)
+    [section] = first["sections"]
+    assert (section["op"], section["ranks"], section["peak_busbw_gbs"], section["peak_bytes"]) == ("all_gather", 8, 3.36, 268435456)
+
+    fingerprint = read_topology(POLARIS_TOPO).fingerprint
+    assert first["fingerprint"] == fingerprint
+    with Store(db_url).session() as session:
+        count, fingerprints, sources = session.execute(
+            select(func.count(), func.group_concat(Result.fingerprint.distinct()), func.group_concat(Result.source.distinct()))
+        ).one()
+    assert (count, fingerprints, sources) == (48, fingerprint, "nccl-tests")
+
+    human = wirewise("import", "nccl-tests", str(NEW_LOG), "--db", db_url, check=True)
+    assert "stored 20 new of 20 rows" in human.stdout and "peak busbw 482.27 GB/s" in human.stdout
+
+
+def test_import_bad_input_is_one_line_and_exit_2(tmp_path, db_url):
+    renamed = tmp_path / "run.log"
+    shutil.copy(OLD_LOG, renamed)
+    cases = [
+        ([str(tmp_path / "missing.txt")], "no such file"),
+        ([str(renamed)], "give --op"),
+        ([str(NEW_LOG), "--topology-file", str(POLARIS_TOPO)], "uses GPU 7 but"),
+    ]
+    for args, message in cases:
+        proc = wirewise("import", "nccl-tests", *args, "--db", db_url)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr

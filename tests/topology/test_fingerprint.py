@@ -1,0 +1,160 @@
+"""The fingerprint: the same wiring numbered differently gives the same value, other wiring another."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from orchestrator.topology import topology_from_text
+from orchestrator.topology.fingerprint import fingerprint
+from tests.topology.common import EXPECTED, FIXTURE_NAMES, as_text, fixture_text, matrix
+from tests.topology.renumber import renumber_text
+
+RENUMBERED = [
+    "synthetic-h200-nvl-8gpu-two-quads.txt",
+    "a100-pcie-8gpu-nv12-bridge-pairs-empty-affinity-truncated.txt",
+    "v100-dgx1-8gpu-hybrid-cube-mesh-ib-old-legend.txt",
+    "v100-sxm2-2gpu-nv6-plus-rtx3090-pcie-ansi.txt",
+    "consumer-5gpu-pcie-phb-node-sys-club3090-46.txt",
+    "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt",
+    "h100-sxm-8gpu-nvswitch-12nic-numaoff.txt",
+]
+
+
+def permutations_of(n: int) -> list[list[int]]:
+    rng = random.Random(n)
+    shuffled = [rng.sample(range(n), n) for _ in range(3)]
+    return [list(reversed(range(n))), *shuffled]
+
+
+@pytest.mark.parametrize("name", RENUMBERED)
+def test_renumbered_text_keeps_fingerprint_and_class_and_maps_groups(name: str) -> None:
+    text = fixture_text(name)
+    original = topology_from_text(text, name)
+    for perm in permutations_of(original.gpus):
+        renumbered_text = renumber_text(text, perm)
+        assert renumbered_text != text or perm == list(range(original.gpus))
+        moved = topology_from_text(renumbered_text, f"{name} renumbered {perm}")
+        for i, j in itertools.product(range(original.gpus), repeat=2):
+            assert moved.links[perm[i]][perm[j]] == original.links[i][j]  # the rewrite is faithful
+        assert moved.fingerprint == original.fingerprint, perm
+        assert moved.fabric == original.fabric and moved.switched == original.switched
+        if original.groups is None:
+            assert moved.groups is None
+        else:
+            mapped = sorted(sorted(perm[g] for g in group) for group in original.groups)
+            assert moved.groups == mapped, perm
+
+
+def test_fixtures_with_different_wiring_have_different_fingerprints() -> None:
+    prints = {name: topology_from_text(fixture_text(name)).fingerprint for name in FIXTURE_NAMES}
+    # The H100 and the synthetic H200 NVSwitch boxes print the same matrix (NV18 everywhere)
+    # and their texts carry no GPU names: the same wiring as far as the text can tell.
+    same = {"h100-sxm-8gpu-nvswitch-12nic-numaoff.txt", "synthetic-h200-sxm-8gpu-nvswitch.txt"}
+    assert len({prints[n] for n in same}) == 1
+    others = [prints[n] for n in FIXTURE_NAMES if n not in same]
+    assert len(set(others)) == len(others) == len(EXPECTED) - 2
+    assert prints["h100-sxm-8gpu-nvswitch-12nic-numaoff.txt"] not in others
+
+
+def test_gpu_model_is_part_of_the_wiring() -> None:
+    nvswitch = matrix(8, lambda i, j: "NV18")
+    h100 = fingerprint(nvswitch, ["NVIDIA H100 80GB HBM3"] * 8)
+    h200 = fingerprint(nvswitch, ["NVIDIA H200"] * 8)
+    assert h100 != h200
+    assert fingerprint(nvswitch, ["H200"] * 8) == h200  # vendor prefix and spacing do not matter
+    mixed = ["NVIDIA H200"] * 7 + ["NVIDIA H100 80GB HBM3"]
+    assert fingerprint(nvswitch, mixed) == fingerprint(nvswitch, list(reversed(mixed)))
+    assert fingerprint(nvswitch, mixed) not in (h100, h200)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (  # NV6 quads vs NV12 quads
+            lambda i, j: "NV6" if i // 4 == j // 4 else "SYS",
+            lambda i, j: "NV12" if i // 4 == j // 4 else "SYS",
+        ),
+        (  # two quads vs four pairs
+            lambda i, j: "NV6" if i // 4 == j // 4 else "SYS",
+            lambda i, j: "NV6" if i // 2 == j // 2 else "SYS",
+        ),
+        (  # quads under one NUMA node vs across sockets
+            lambda i, j: "NV6" if i // 4 == j // 4 else "SYS",
+            lambda i, j: "NV6" if i // 4 == j // 4 else "NODE",
+        ),
+        (  # pairs under one PCIe switch (PIX) vs pairs split across switches
+            lambda i, j: "NV12" if i // 2 == j // 2 else ("PIX" if i // 4 == j // 4 else "SYS"),
+            lambda i, j: "NV12" if i // 2 == j // 2 else ("PIX" if (i % 2) == (j % 2) else "SYS"),
+        ),
+    ],
+)
+def test_simple_variants_differ(one, other) -> None:
+    names = ["NVIDIA H200"] * 8
+    assert fingerprint(matrix(8, one), names) != fingerprint(matrix(8, other), names)
+
+
+def test_nics_cpu_affinity_and_uuids_are_not_part_of_it() -> None:
+    text = fixture_text("synthetic-h200-nvl-8gpu-two-quads.txt")
+    base = topology_from_text(text).fingerprint
+    assert topology_from_text(text.replace("0-47,96-143", "0-23")).fingerprint == base
+    links = topology_from_text(text).links
+    assert topology_from_text(as_text(links)).fingerprint == base  # no NIC columns at all
+    named = as_text(links, ["NVIDIA H200"] * 8)
+    other_uuids = named.replace("UUID: GPU-", "UUID: GPU-ff")
+    assert topology_from_text(named).fingerprint == topology_from_text(other_uuids).fingerprint
+
+
+def _random_matrix(rng: random.Random, n: int, alphabet: list[str]) -> list[list[str]]:
+    links = matrix(n, lambda i, j: "")
+    for i, j in itertools.combinations(range(n), 2):
+        links[i][j] = links[j][i] = rng.choice(alphabet)
+    return links
+
+
+def _brute_force_form(links, names) -> tuple:
+    """The smallest (models, matrix) over all numberings: a certainly canonical form."""
+    n = len(links)
+    return min(
+        (tuple(names[p[i]] for i in range(n)), tuple(tuple(links[p[i]][p[j]] for j in range(n)) for i in range(n)))
+        for p in itertools.permutations(range(n))
+    )
+
+
+def test_equal_fingerprint_exactly_when_isomorphic_on_random_small_wirings() -> None:
+    """Against brute force over all 120 numberings of 5 GPUs: no collisions, no misses."""
+    rng = random.Random(7)
+    by_print: dict[str, set] = {}
+    by_form: dict[tuple, list] = {}
+    for _ in range(400):
+        links = _random_matrix(rng, 5, ["NV2", "SYS", "NODE"][: rng.choice([2, 3])])
+        names = [rng.choice(["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"]) for _ in range(5)]
+        print_, form = fingerprint(links, names), _brute_force_form(links, names)
+        by_print.setdefault(print_, set()).add(form)
+        by_form.setdefault(form, []).append(print_)
+    assert all(len(forms) == 1 for forms in by_print.values()), "two different wirings share a fingerprint"
+    assert all(len(set(prints)) == 1 for prints in by_form.values()), "one wiring got two fingerprints"
+    assert sum(len(p) > 1 for p in by_form.values()) > 20, "the sample must hold wirings seen renumbered"
+
+
+def test_renumbering_invariance_on_larger_random_and_structured_wirings() -> None:
+    rng = random.Random(11)
+    dgx1 = topology_from_text(fixture_text("v100-dgx1-8gpu-hybrid-cube-mesh-ib-old-legend.txt")).links
+    cases = [
+        _random_matrix(rng, 12, ["NV1", "NV2", "SYS"]),
+        matrix(16, lambda i, j: dgx1[i % 8][j % 8] if i // 8 == j // 8 else "SYS"),  # two cube meshes
+        matrix(16, lambda i, j: "NV2" if bin(i ^ j).count("1") == 1 else "SYS"),  # a hypercube: no parts
+        matrix(24, lambda i, j: "NV18" if i // 8 == j // 8 else ("NODE" if i // 12 == j // 12 else "SYS")),
+    ]
+    for links in cases:
+        n = len(links)
+        names = ["NVIDIA H200"] * n
+        expected = fingerprint(links, names)
+        for _ in range(3):
+            perm = rng.sample(range(n), n)
+            moved = matrix(n, lambda i, j: "")
+            for i, j in itertools.product(range(n), repeat=2):
+                moved[perm[i]][perm[j]] = links[i][j]
+            assert fingerprint(moved, names) == expected

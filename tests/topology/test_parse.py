@@ -1,0 +1,108 @@
+"""The `nvidia-smi topo -m` parser on every real format of tests/fixtures/topo, and its refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.errors import UserError
+from orchestrator.topology.parse import parse_topo_text
+from tests.topology.common import EXPECTED, FIXTURE_NAMES, fixture_text
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_every_fixture_parses_to_a_square_matrix(name: str) -> None:
+    parsed = parse_topo_text(fixture_text(name), name)
+    n = EXPECTED[name]["gpus"]
+    assert len(parsed.links) == n
+    assert all(len(row) == n for row in parsed.links)
+    assert [parsed.links[i][i] for i in range(n)] == ["X"] * n
+    assert len(parsed.cpu_affinity) == len(parsed.numa) == len(parsed.gpu_names) == n
+
+
+def test_ansi_header_with_tabs() -> None:
+    parsed = parse_topo_text(fixture_text("synthetic-h200-nvl-8gpu-two-quads.txt"))
+    assert parsed.links[0][:5] == ["X", "NV6", "NV6", "NV6", "SYS"]
+    assert parsed.cpu_affinity[0] == "0-47,96-143" and parsed.cpu_affinity[7] == "48-95,144-191"
+    assert parsed.numa == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert parsed.nics == ["mlx5_0", "mlx5_1"]  # from the NIC Legend
+    assert parsed.nic_links[0] == ["PIX", "SYS"]
+
+
+def test_header_that_lost_its_leading_tab_and_mlx5_columns() -> None:
+    parsed = parse_topo_text(fixture_text("a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt"))
+    assert parsed.nics == ["mlx5_0", "mlx5_1"]
+    assert parsed.cpu_affinity == ["24-31,56-63", "16-23,48-55", "8-15,40-47", "0-7,32-39"]
+    assert parsed.numa == [3, 2, 1, 0]
+    assert parsed.nic_links[1] == ["SYS", "PHB"]
+
+
+def test_empty_cpu_affinity_under_slurm_and_srun_preamble() -> None:
+    parsed = parse_topo_text(fixture_text("a100-pcie-8gpu-nv12-bridge-pairs-empty-affinity-truncated.txt"))
+    assert parsed.cpu_affinity[:4] == ["0-15,56-71"] * 4
+    assert parsed.cpu_affinity[4:] == [None] * 4  # empty column: the NUMA value must not slide into it
+    assert parsed.numa == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert parsed.links[6][7] == "NV12" and parsed.nic_links[6] == ["PHB"]
+
+
+def test_cpu_affinity_printed_as_a_block_below_and_ib_columns() -> None:
+    parsed = parse_topo_text(fixture_text("v100-dgx1-8gpu-hybrid-cube-mesh-ib-old-legend.txt"))
+    assert parsed.cpu_affinity == ["0-19,40-59"] * 4 + ["20-39,60-79"] * 4
+    assert parsed.numa == [None] * 8
+    assert parsed.nics == ["ib0", "ib1", "ib2", "ib3"]
+    assert parsed.links[0] == ["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"]
+
+
+def test_twelve_nics_with_legend() -> None:
+    parsed = parse_topo_text(fixture_text("h100-sxm-8gpu-nvswitch-12nic-numaoff.txt"))
+    assert len(parsed.nics) == 12 and parsed.nics[11] == "mlx5_11"
+    assert all(len(row) == 12 for row in parsed.nic_links)
+    assert parsed.cpu_affinity == ["0-191"] * 8 and parsed.numa == [0] * 8
+
+
+def test_one_gpu_with_ansi_codes() -> None:
+    parsed = parse_topo_text(fixture_text("device-h200-1gpu.txt"))
+    assert parsed.links == [["X"]] and parsed.cpu_affinity == ["0-15"] and parsed.numa == [0]
+
+
+def test_preamble_lines_crlf_and_nvidia_smi_list() -> None:
+    body = fixture_text("v100-sxm2-2gpu-nv6-plus-rtx3090-pcie-ansi.txt")
+    text = (
+        "$ srun -p gpu --gres=gpu:3 nvidia-smi topo -m\n"
+        "nvidia-smi topo -m\n"
+        "NVIDIA Topology:\n"
+        "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-aaaa-1111)\n"
+        "GPU 1: Tesla V100-SXM2-16GB (UUID: GPU-bbbb-2222)\n"
+        "GPU 2: Tesla V100-SXM2-16GB (UUID: GPU-cccc-3333)\n"
+        + body
+    ).replace("\n", "\r\n")
+    parsed = parse_topo_text(text)
+    assert parsed.links[1][2] == "NV6" and parsed.links[0][1] == "NODE"
+    assert parsed.gpu_names == ["NVIDIA GeForce RTX 3090", "Tesla V100-SXM2-16GB", "Tesla V100-SXM2-16GB"]
+    assert parsed.uuids == ["GPU-aaaa-1111", "GPU-bbbb-2222", "GPU-cccc-3333"]
+
+
+def test_old_soc_label_reads_as_sys() -> None:
+    text = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n"
+    assert parse_topo_text(text).links == [["X", "SYS"], ["SYS", "X"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("hello\nworld\n", "no `nvidia-smi topo -m` matrix found"),
+        ("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV1\tSYS\nGPU1\tNV1\t X \tSYS\n", "row GPU2 is missing"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tNV1\nGPU1\tSYS\t X \n", "not symmetric: GPU0-GPU1 is NV1 but GPU1-GPU0 is SYS"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tNV1\nGPU1\t X \n", "row GPU1 has 1 entries, expected 2"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tFAST\nGPU1\tFAST\t X \n", "'FAST' under GPU1, not a link label"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tX\nGPU1\tX\t X \n", "X off the diagonal"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU0\t X \tNV2\nGPU1\tNV2\t X \n", "row GPU0 appears twice"),
+        ("\tGPU0\tGPU1\n\nLegend:\n  X = Self\n", "no GPU rows follow"),
+        ("\tGPU0\tGPU2\nGPU0\t X \tNV2\n", "expected GPU0..GPU1 first"),
+    ],
+)
+def test_bad_matrices_are_named(text: str, message: str) -> None:
+    with pytest.raises(UserError) as caught:
+        parse_topo_text(text, "bad.txt")
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("topo file bad.txt: ")
+    assert "\n" not in str(caught.value)
