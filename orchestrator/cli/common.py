@@ -10,7 +10,7 @@ import typer
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", envvar="WIREWISE_DB", show_envvar=True, help="Database URL [default: sqlite:///wirewise.db]."),
+    typer.Option("--db", envvar="WIREWISE_DB", show_envvar=True, help="Database URL (default: the SQLite file ./wirewise.db)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 

@@ -17,7 +17,7 @@ FromFileOption = Annotated[
         help="Read saved `nvidia-smi topo -m` output ('-' for stdin) instead of probing this machine.",
     ),
 ]
-NodeOption = Annotated[str | None, typer.Option("--node", help="Node name [default: this host's short name].")]
+NodeOption = Annotated[str | None, typer.Option("--node", help="Node name (default: this host's short name).")]
 
 # Link classes from fast to slow: NVLink green (brighter with more links), PCIe paths
 # grey (one switch) through yellow (host bridge) to red (across sockets).
