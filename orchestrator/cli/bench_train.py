@@ -34,7 +34,7 @@ def train(
     memory_limit_gb: Annotated[float | None, typer.Option("--memory-limit-gb", min=0.001, help="Cap each GPU at this many GiB, e.g. 80 to act as an 80 GB card.")] = None,
     data: Annotated[str | None, typer.Option("--data", help="A Food-101 image folder or an Alpaca JSON/JSONL file [default: synthetic batches].")] = None,
     lr: Annotated[float, typer.Option("--lr", min=0.0, help="AdamW learning rate.")] = 1e-4,
-    backend: Annotated[str | None, typer.Option("--backend", help="nccl | gloo [default: nccl with GPUs, gloo without].")] = None,
+    backend: Annotated[str | None, typer.Option("--backend", help="nccl or gloo (default: nccl with GPUs, gloo without).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1.0, help="Seconds before the run is stopped and stored as timeout.")] = 3600.0,
     topology_file: Annotated[str | None, typer.Option("--topology-file", help="Saved `nvidia-smi topo -m` output to fingerprint when NVML cannot see the wiring.")] = None,
     inject_memory_error_at_step: Annotated[int | None, typer.Option("--inject-memory-error-at-step", hidden=True, help="Test hook: raise MemoryError on every rank at this step.")] = None,

@@ -14,12 +14,8 @@
 # WIREWISE overrides the command (default: python3 -m orchestrator).
 set -euo pipefail
 
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$repo"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-out="${OUT:-$(mktemp -d)}"
+source "$(dirname "$0")/common.sh"
 export WIREWISE_RUNS="$out/runs" WIREWISE_DB="sqlite:///$out/collectives.db"
-read -r -a wirewise <<< "${WIREWISE:-python3 -m orchestrator}"
 
 python3 - <<'EOF'
 import torch

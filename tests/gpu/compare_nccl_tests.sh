@@ -10,17 +10,13 @@
 # Outputs (databases, logs, JSON) go to $OUT when set. NCCL_NVLS_ENABLE is left alone.
 set -euo pipefail
 
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$repo"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-out="${OUT:-$(mktemp -d)}"
+source "$(dirname "$0")/common.sh"
 gpus="${GPUS:-0,1}"
 n=$(awk -F, '{print NF}' <<< "$gpus")
 nccl_tests="${NCCL_TESTS:?set NCCL_TESTS to the folder holding all_reduce_perf}"
 sweep=(-b 1M -e 1G -f 2)
-read -r -a wirewise <<< "${WIREWISE:-python3 -m orchestrator}"
 topo="$out/topo.txt"
-nvidia-smi topo -m > "$topo"
+{ nvidia-smi -L; nvidia-smi topo -m; } > "$topo"  # with the GPU names: the same fingerprint as a live probe
 
 for transport in default pcie; do
   db="sqlite:///$out/compare-$transport.db"

@@ -16,12 +16,8 @@
 # command (default: python3 -m orchestrator).
 set -euo pipefail
 
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$repo"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-out="${OUT:-$(mktemp -d)}"
+source "$(dirname "$0")/common.sh"
 export WIREWISE_DB="sqlite:///$out/topology.db"
-read -r -a wirewise <<< "${WIREWISE:-python3 -m orchestrator}"
 
 echo "## 1. nvidia-smi"
 nvidia-smi -L || echo "(nvidia-smi -L failed)"

@@ -29,16 +29,10 @@
 # python3 -m orchestrator).
 set -uo pipefail
 
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$repo"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
+source "$(dirname "$0")/common.sh"
 work="$(mktemp -d)"
 out="${OUT:-$work}"
 export WIREWISE_RUNS="$work/runs" WIREWISE_DB="sqlite:///$work/train.db" HF_HUB_OFFLINE=1
-if [[ "${TORCH_CUDA_ARCH_LIST:-}" =~ [0-9]a ]]; then
-  export TORCH_CUDA_ARCH_LIST="$(sed -E 's/([0-9]+\.[0-9]+)[a-z]+/\1/g' <<< "$TORCH_CUDA_ARCH_LIST")"
-fi
-read -r -a wirewise <<< "${WIREWISE:-python3 -m orchestrator}"
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(oom80 7b peak 1b dinov2 zero accelerate)
 wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The article's dial on several GPUs: ddp, zero1, zero2, zero3 and fsdp on the same model and
+# GPUs, on the fast wire (NCCL as configured) and with NVLink peer-to-peer off
+# (NCCL_P2P_DISABLE=1, traffic through host memory over PCIe): tokens/s, peak memory and
+# model-state bytes per rank, side by side.
+#
+#   GPUS=0,1 MODEL=mistral-1b bash tests/gpu/train_dial.sh
+#
+# Records and the database go to $OUT when set. Exit status 1 when any run did not end ok.
+set -uo pipefail
+source "$(dirname "$0")/common.sh"
+gpus="${GPUS:-0,1}"
+model="${MODEL:-mistral-1b}"
+export WIREWISE_RUNS="$out/runs" WIREWISE_DB="sqlite:///$out/dial.db" HF_HUB_OFFLINE=1
+failed=0
+for transport in default pcie; do
+  p2p=(); [ "$transport" = pcie ] && p2p=(env NCCL_P2P_DISABLE=1)
+  for strategy in ddp zero1 zero2 zero3 fsdp; do
+    "${p2p[@]}" "${wirewise[@]}" bench train --model "$model" --strategy "$strategy" --gpus "$gpus" \
+      --batch-size "${BATCH:-4}" --seq-len "${SEQ:-1024}" --steps "${STEPS:-6}" --warmup-steps 2 --timeout 300 \
+      --json > "$out/dial-$transport-$strategy.json" 2> "$out/dial-$transport-$strategy.err" || failed=1
+  done
+done
+python3 - "$out" "$model" "$gpus" <<'PY'
+import json, sys
+from pathlib import Path
+out, model, gpus = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+GB = 1e9
+print(f"## {model} on GPUs {gpus}")
+print(f"{'transport':9} {'strategy':8} {'status':7} {'tokens/s':>9} {'vs ddp':>7} {'peak GB/rank':>13} {'state GB/rank':>14}")
+for transport in ("default", "pcie"):
+    base = None
+    for strategy in ("ddp", "zero1", "zero2", "zero3", "fsdp"):
+        path = out / f"dial-{transport}-{strategy}.json"
+        try:
+            r = json.loads(path.read_text())
+        except (OSError, ValueError):
+            print(f"{transport:9} {strategy:8} missing  {(out / f'dial-{transport}-{strategy}.err').read_text()[-200:]!r}")
+            continue
+        if r["status"] != "ok":
+            print(f"{transport:9} {strategy:8} {r['status']:7} {(r.get('error') or '').splitlines()[0][:100] if r.get('error') else ''}")
+            continue
+        base = base or (r["tokens_per_s"] if strategy == "ddp" else None)
+        rel = f"{r['tokens_per_s'] / base:.2f}" if base else "-"
+        peak = "/".join(f"{b / GB:.1f}" for b in r["peak_mem_bytes"])
+        state = "/".join(f"{b / GB:.1f}" for b in r["model_state_bytes"])
+        print(f"{transport:9} {strategy:8} ok      {r['tokens_per_s']:9.0f} {rel:>7} {peak:>13} {state:>14}")
+PY
+exit $failed
