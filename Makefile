@@ -8,6 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
+WW     := $(VENV)/bin/wirewise
 
 .PHONY: demo test bench install clean
 
@@ -21,8 +22,18 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
+# The main job on this machine: wiring, collectives, two strategies, what was stored.
+# Uses the GPUs here through NCCL when there are any, else CPU ranks through gloo.
 demo: $(STAMP)
-	$(VENV)/bin/wirewise db info
+	@echo "== 1/4 wiring of this node"
+	-@$(WW) topo save && $(WW) topo show
+	@echo "== 2/4 collectives: all_reduce, all_gather, reduce_scatter, 1M..64M"
+	$(WW) bench collectives -b 1M -e 64M -f 4 --check
+	@echo "== 3/4 training: tiny-mistral, ddp then fsdp"
+	@ranks=$$(n=$$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); [ "$$n" = 1 ] && echo 1 || echo 2); \
+	for strategy in ddp fsdp; do $(WW) bench train --model tiny-mistral --strategy $$strategy --nproc $$ranks --steps 5 || exit; done
+	@echo "== 4/4 stored in the database"
+	$(WW) db info
 
 test: $(STAMP)
 	$(VENV)/bin/pytest -q

@@ -7,6 +7,7 @@ what a person at a terminal wants: a progress bar, the run folder, and ingestion
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.errors import UserError
@@ -29,6 +30,41 @@ def parse_gpu_list(text: str | None) -> list[int]:
     if any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
         raise UserError(f"--gpus {text!r}: indices must be distinct and not negative")
     return gpus
+
+
+@dataclass(frozen=True)
+class Placement:
+    gpus: list[int]  # physical indices; [] = CPU ranks
+    ranks: int
+    backend: str
+
+
+def choose_placement(gpus_text: str | None, nproc: int | None, backend: str | None, *, default_ranks: int | None) -> Placement:
+    """GPUs, rank count and backend from --gpus / --nproc / --backend and the GPUs this machine has.
+
+    Without --gpus or --nproc a run takes `default_ranks` ranks (None: every GPU here, or
+    two CPU ranks). nccl needs GPUs; gloo may be given GPU indices on a machine without
+    any (the ranks then run on CPU with those indices recorded)."""
+    gpus = parse_gpu_list(gpus_text)
+    if nproc is not None and nproc < 1:
+        raise UserError(f"--nproc {nproc}: give at least 1 rank")
+    if gpus and nproc is not None and nproc != len(gpus):
+        raise UserError(f"--nproc {nproc} and --gpus {gpus_text} disagree (one rank per GPU): give one of them")
+    if backend is not None and backend not in ("nccl", "gloo"):
+        raise UserError(f"--backend {backend!r}: choose nccl or gloo")
+    available = visible_gpu_count()
+    explicit_gloo = backend == "gloo"
+    backend = backend or ("nccl" if available else "gloo")
+    if not available and (backend == "nccl" or (gpus and not explicit_gloo)):
+        raise UserError("no GPU is visible on this machine (no NVIDIA driver or device): run CPU ranks with --backend gloo")
+    if available and any(g >= available for g in gpus):
+        raise UserError(f"--gpus {gpus_text}: this machine has GPUs 0..{available - 1}")
+    if backend == "nccl" and not gpus:
+        wanted = nproc or default_ranks or available
+        if wanted > available:
+            raise UserError(f"--nproc {wanted}: this machine has {available} GPU(s)")
+        gpus = list(range(wanted))
+    return Placement(gpus, len(gpus) or nproc or default_ranks or 2, backend)
 
 
 def visible_gpu_count() -> int:

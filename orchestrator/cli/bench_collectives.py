@@ -17,7 +17,6 @@ import typer
 from orchestrator.cli.common import DbOption, JsonOption, print_json
 from orchestrator.errors import UserError
 
-DEFAULT_GLOO_RANKS = 2
 
 
 def collectives(
@@ -94,7 +93,10 @@ def _task(params, gpus_text, nproc, backend, timeout, topology_file):
         raise UserError(f"--timeout {timeout:g}: give a positive number of seconds")
     if topology_file is not None and not topology_file.is_file():
         raise UserError(f"--topology-file {str(topology_file)!r}: no such file")
-    gpus, ranks, backend = _placement(gpus_text, nproc, backend)
+    from orchestrator.bench import choose_placement
+
+    place = choose_placement(gpus_text, nproc, backend, default_ranks=None)
+    gpus, ranks, backend = place.gpus, place.ranks, place.backend
     return TaskSpec(
         workload="collective",
         params=params.model_dump(mode="json", exclude={"corrupt_rank"}),
@@ -105,35 +107,6 @@ def _task(params, gpus_text, nproc, backend, timeout, topology_file):
         timeout_s=timeout,
         topology_file=str(topology_file) if topology_file else None,
     )
-
-
-def _placement(gpus_text: str | None, nproc: int | None, backend: str | None) -> tuple[list[int], int, str]:
-    """(GPUs, ranks, backend) from --gpus / --nproc / --backend and the GPUs this machine has."""
-    from orchestrator.bench import parse_gpu_list, visible_gpu_count
-
-    gpus = parse_gpu_list(gpus_text)
-    if nproc is not None and nproc < 1:
-        raise UserError(f"--nproc {nproc}: give at least 1 rank")
-    if gpus and nproc is not None and nproc != len(gpus):
-        raise UserError(f"--nproc {nproc} and --gpus {gpus_text} disagree (one rank per GPU): give one of them")
-    if backend is not None and backend not in ("nccl", "gloo"):
-        raise UserError(f"--backend {backend!r}: choose nccl or gloo")
-    available = visible_gpu_count()
-    explicit_gloo = backend == "gloo"
-    backend = backend or ("nccl" if available else "gloo")
-    if not available and (backend == "nccl" or (gpus and not explicit_gloo)):
-        raise UserError(
-            "no GPU is visible on this machine (no NVIDIA driver or device): run CPU ranks with --backend gloo"
-        )
-    if available and any(g >= available for g in gpus):
-        raise UserError(f"--gpus {gpus_text}: this machine has GPUs 0..{available - 1}")
-    if backend == "nccl" and not gpus:
-        wanted = nproc or available
-        if wanted > available:
-            raise UserError(f"--nproc {wanted}: this machine has {available} GPU(s)")
-        gpus = list(range(wanted))
-    ranks = len(gpus) or nproc or DEFAULT_GLOO_RANKS
-    return gpus, ranks, backend
 
 
 def _warn_about_nvls(params, spec) -> None:

@@ -23,7 +23,7 @@ def train(
     model: Annotated[str, typer.Option("--model", help="Registry name (mistral-7b, mistral-1b, dinov2-base, dinov2-large, tiny-mistral, tiny-dinov2) or a local config.json / model folder.")],
     strategy: Annotated[str, typer.Option("--strategy", help="ddp | fsdp | zero1 | zero2 | zero3.")],
     gpus: Annotated[str | None, typer.Option("--gpus", help="Physical GPU indices, one rank each, e.g. 0,1,2,3.")] = None,
-    nproc: Annotated[int | None, typer.Option("--nproc", min=1, help="Ranks: the first N GPUs, or N CPU ranks without GPUs [default: 1, or one per --gpus].")] = None,
+    nproc: Annotated[int | None, typer.Option("--nproc", min=1, help="Ranks: the first N GPUs, or N CPU ranks without GPUs (default: 1, or one per --gpus).")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Micro-batch per rank.")] = 8,
     seq_len: Annotated[int | None, typer.Option("--seq-len", min=2, help="Sequence length for language models [default: the model's].")] = None,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Timed steady-state steps.")] = 10,
@@ -88,15 +88,16 @@ def build_spec(*, model, strategy, gpus, nproc, batch_size, seq_len, steps, warm
             raise UserError(f"--data {data!r}: {model} trains on {wanted}")
         if kind == "causal-lm" and seq_len is None:
             seq_len = MODELS[model].default_seq_len  # explicit, so even a failed run's record says it
-    gpu_list = _pick_gpus(gpus, nproc)
+    from orchestrator.bench import choose_placement
+
+    place = choose_placement(gpus, nproc, backend, default_ranks=1)
+    gpu_list, backend = place.gpus, place.backend
     if not gpu_list:
         if engine == "accelerate":
             raise UserError("--engine accelerate runs on GPUs only: on CPU accelerate's FSDP plugin does not shard and "
                             "its DeepSpeed plugin miscounts processes; use --engine native")
         if memory_limit_gb is not None:
             raise UserError("--memory-limit-gb caps GPU memory, and this run has no GPU")
-    backend = backend or ("nccl" if gpu_list else "gloo")
-    _choice("--backend", backend, ("nccl", "gloo"))
     try:
         params = TrainParams(
             model=model if model in MODELS else str(Path(model).resolve()), strategy=strategy, engine=engine,
@@ -106,7 +107,7 @@ def build_spec(*, model, strategy, gpus, nproc, batch_size, seq_len, steps, warm
         )
         return TaskSpec(
             workload="train", params=params.model_dump(exclude_none=True), gpus=gpu_list,
-            nproc_per_node=len(gpu_list) or nproc or 1, backend=backend, timeout_s=timeout,
+            nproc_per_node=place.ranks, backend=backend, timeout_s=timeout,
             topology_file=str(Path(topology_file).resolve()) if topology_file else None, env=dict(RANK_ENV),
         )
     except ValidationError as exc:
@@ -117,28 +118,6 @@ def build_spec(*, model, strategy, gpus, nproc, batch_size, seq_len, steps, warm
 def _choice(option: str, value: str, allowed) -> None:
     if value not in allowed:
         raise UserError(f"{option} {value!r}: use one of {', '.join(allowed)}")
-
-
-def _pick_gpus(gpus: str | None, nproc: int | None) -> list[int]:
-    """--gpus as given; else the first --nproc GPUs when the machine has any; else [] (CPU ranks)."""
-    from orchestrator.bench import parse_gpu_list, visible_gpu_count
-
-    present = visible_gpu_count()
-    if gpus:
-        gpu_list = parse_gpu_list(gpus)
-        if not present:
-            raise UserError(f"--gpus {gpus}: no GPU is visible on this machine (use --nproc N for CPU ranks)")
-        if max(gpu_list) >= present:
-            raise UserError(f"--gpus {gpus}: this machine has {present} GPU(s), indices 0..{present - 1}")
-        if nproc is not None and nproc != len(gpu_list):
-            raise UserError(f"--nproc {nproc} does not match the {len(gpu_list)} GPUs of --gpus {gpus}")
-        return gpu_list
-    if present:
-        count = nproc or 1
-        if count > present:
-            raise UserError(f"--nproc {count}: this machine has {present} GPU(s)")
-        return list(range(count))
-    return []
 
 
 def _size(n: int) -> str:
