@@ -1,0 +1,66 @@
+"""The one entry point (jobs.launch) from its other two callers: a multi-node Slurm step and
+a submitit task on the real local Slurm. The local commands are covered by tests/collectives
+and tests/train."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.launch import run_task
+from jobs.spec import TaskSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+SWEEP = {"ops": ["all_reduce", "all_gather"], "min_bytes": "4K", "max_bytes": "8K", "iters": 2, "warmup": 1, "check": True}
+
+
+@pytest.mark.slurm
+def test_two_node_step_joins_one_world(slurm_cluster, tmp_path):
+    """What `srun --nodes=2 --ntasks-per-node=1 python -m jobs.launch RUN_DIR` does, with both
+    "nodes" on this host: each supervisor reads its node rank from SLURM_NODEID and the master
+    address from SLURM_JOB_NODELIST (expanded by Slurm's own `scontrol show hostnames`, which
+needs the test cluster's configuration), starts
+    its rank, and the two ranks form one gloo world of 2. Only node 0 writes the result."""
+    spec = TaskSpec(workload="collective", params=SWEEP, nnodes=2, nproc_per_node=1, backend="gloo", timeout_s=120)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "spec.json").write_text(spec.model_dump_json())
+    slurm = {"SLURM_JOB_NODELIST": "localhost,localhost", "SLURM_NNODES": "2", "SLURM_JOB_ID": str(os.getpid() % 10000)}
+    supervisors = [
+        subprocess.Popen(
+            [sys.executable, "-m", "jobs.launch", str(run_dir)], cwd=ROOT,
+            env={**os.environ, **slurm, "SLURM_NODEID": str(node)},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for node in (0, 1)
+    ]
+    outputs = [p.communicate(timeout=180)[0] for p in supervisors]
+    assert [p.returncode for p in supervisors] == [0, 0], outputs
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "ok"
+    assert {r["world_size"] for r in result["records"]} == {2}
+    assert all(r["wrong"] == 0 for r in result["records"])
+    assert sorted(p.name for p in run_dir.glob("rank*.json")) == ["rank0.json", "rank1.json"]
+
+
+@pytest.mark.slurm
+def test_submitit_task_runs_the_same_entry_point(slurm_cluster, tmp_path):
+    """A submitit task on the real Slurm calls run_task (pickled): the result file appears
+    with records from the job's node, and the task's result is its path."""
+    import submitit
+
+    spec = TaskSpec(workload="collective", params=SWEEP, nproc_per_node=2, backend="gloo", timeout_s=120)
+    executor = submitit.AutoExecutor(folder=tmp_path / "submitit", cluster="slurm")
+    executor.update_parameters(slurm_partition=slurm_cluster.partition, timeout_min=5, cpus_per_task=2)
+    job = executor.submit(run_task, spec, tmp_path / "run")
+    result_path = Path(job.result())
+    result = json.loads(result_path.read_text())
+    assert result["status"] == "ok"
+    assert {r["task_id"] for r in result["records"]} == {spec.task_id}
+    assert {r["node"] for r in result["records"]} == {slurm_cluster.node}
+    assert all(r["wrong"] == 0 and r["busbw_gbs"] > 0 for r in result["records"])
