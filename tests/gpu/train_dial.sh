@@ -5,6 +5,7 @@
 # model-state bytes per rank, side by side.
 #
 #   GPUS=0,1 MODEL=mistral-1b bash tests/gpu/train_dial.sh
+#   (also BATCH, SEQ, STEPS, and TRANSPORTS / STRATEGIES to run a subset, e.g. TRANSPORTS=default)
 #
 # Records and the database go to $OUT when set. Exit status 1 when any run did not end ok.
 set -uo pipefail
@@ -13,9 +14,9 @@ gpus="${GPUS:-0,1}"
 model="${MODEL:-mistral-1b}"
 export WIREWISE_RUNS="$out/runs" WIREWISE_DB="sqlite:///$out/dial.db" HF_HUB_OFFLINE=1
 failed=0
-for transport in default pcie; do
+for transport in ${TRANSPORTS:-default pcie}; do
   p2p=(); [ "$transport" = pcie ] && p2p=(env NCCL_P2P_DISABLE=1)
-  for strategy in ddp zero1 zero2 zero3 fsdp; do
+  for strategy in ${STRATEGIES:-ddp zero1 zero2 zero3 fsdp}; do
     "${p2p[@]}" "${wirewise[@]}" bench train --model "$model" --strategy "$strategy" --gpus "$gpus" \
       --batch-size "${BATCH:-4}" --seq-len "${SEQ:-1024}" --steps "${STEPS:-6}" --warmup-steps 2 --timeout 300 \
       --json > "$out/dial-$transport-$strategy.json" 2> "$out/dial-$transport-$strategy.err" || failed=1
@@ -32,6 +33,8 @@ for transport in ("default", "pcie"):
     base = None
     for strategy in ("ddp", "zero1", "zero2", "zero3", "fsdp"):
         path = out / f"dial-{transport}-{strategy}.json"
+        if not path.exists():
+            continue  # not asked for (TRANSPORTS / STRATEGIES)
         try:
             r = json.loads(path.read_text())
         except (OSError, ValueError):
