@@ -18,7 +18,6 @@ from orchestrator.cli.common import DbOption, JsonOption, print_json
 from orchestrator.errors import UserError
 
 
-
 def collectives(
     gpus: Annotated[str | None, typer.Option("--gpus", help="Physical GPU indices, one rank each, e.g. 0,1,2,3.")] = None,
     nproc: Annotated[int | None, typer.Option("--nproc", help="Ranks: the first N GPUs with nccl, N CPU ranks with gloo.")] = None,

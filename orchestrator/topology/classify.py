@@ -29,7 +29,6 @@ class Classification:
 
 def classify(links: list[list[str]], gpu_names: list[str | None], switch_seen: bool | None = None) -> Classification:
     """`switch_seen`: what NVML said about NVSwitches on a live node (None: it did not say)."""
-    n = len(links)
     counts = [[labels.nvlink_count(label) for label in row] for row in links]
     fabric, groups = _fabric_and_groups(counts)
     return Classification(fabric, _switched(fabric, counts, gpu_names, switch_seen), groups)
