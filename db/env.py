@@ -1,7 +1,6 @@
 """Alembic environment: the URL comes from the Store, the models from orchestrator.store."""
 
 from alembic import context
-from sqlalchemy import create_engine, pool
 
 from orchestrator.store.models import Base
 
@@ -20,7 +19,7 @@ def run_migrations_online() -> None:
     # two processes migrating at once then take turns instead of failing.
     from orchestrator.store.engine import _make_engine
 
-    engine = _make_engine(url) if url else create_engine(url, poolclass=pool.NullPool)
+    engine = _make_engine(url)
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
         with context.begin_transaction():

@@ -267,7 +267,16 @@ def _node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
-def _records(spec, files, status, error, topo, node, started, ended) -> list[ResultRecord]:
+def _records(spec, files, status, error, topo, topo_error, node, started, ended) -> list[ResultRecord]:
+    """The task's records; a failed probe's reason rides on each (extra.topology_error)."""
+    records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
+    if topo_error:
+        for record in records:
+            record.extra["topology_error"] = topo_error
+    return records
+
+
+def _records_of_outcome(spec, files, status, error, topo, node, started, ended) -> list[ResultRecord]:
     main = files.get(0, {})
     base = dict(
         task_id=spec.task_id,
@@ -318,21 +327,20 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         group = RankGroup(spec, layout, run_dir)
         ended_how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress))
     finally:
-        signal.signal(signal.SIGTERM, previous) if previous is not None else None
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     files = _read_rank_files(run_dir, group.procs)
     status, error = _outcome(ended_how, group, files, run_dir, spec.timeout_s)
     ended = datetime.now(timezone.utc)
 
     result_path = run_dir / RESULT_FILE
     if layout.node_rank == 0:
-        records = _records(spec, files, status, error, topo, node, started, ended)
+        records = _records(spec, files, status, error, topo, topo_error, node, started, ended)
         write_json_atomic(
             result_path,
             {
-                "task_id": spec.task_id,
                 "status": status,
                 "topology": topo.model_dump(mode="json") if topo else None,
-                "topology_error": topo_error,
                 "records": [r.model_dump(mode="json") for r in records],
             },
         )

@@ -12,10 +12,11 @@ app = typer.Typer(help="The results database: schema and contents.", no_args_is_
 @app.command()
 def info(db: DbOption = None, json: JsonOption = False) -> None:
     """Show the database URL, schema revision and row counts (creates the database if missing)."""
+    from db import HEAD
     from orchestrator.store import Store
 
     store = Store(db)
-    info = {"url": store.safe_url, "revision": store.current_revision(), "head": store.head_revision(), "rows": store.row_counts()}
+    info = {"url": store.safe_url, "revision": store.current_revision(), "head": HEAD, "rows": store.row_counts()}
     if json:
         print_json(info)
         return

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from db import HEAD
 from orchestrator.errors import UserError
 
 DEFAULT_URL = "sqlite:///wirewise.db"
@@ -84,11 +85,6 @@ class Store:
         cfg.attributes["connection_url"] = self.url
         return cfg
 
-    def head_revision(self) -> str:
-        from db import HEAD
-
-        return HEAD
-
     def current_revision(self) -> str | None:
         try:
             with self.engine.connect() as conn:
@@ -100,8 +96,8 @@ class Store:
             raise UserError(f"cannot open database {self.safe_url}: {first_line}") from None
 
     def upgrade(self) -> None:
-        """Apply pending migrations; a no-op (one query) when the schema is current."""
-        if self.current_revision() == self.head_revision():
+        """Apply pending migrations; a no-op (no alembic import) when the schema is current."""
+        if self.current_revision() == HEAD:
             return
         from alembic import command
 

@@ -64,3 +64,17 @@ def test_submitit_task_runs_the_same_entry_point(slurm_cluster, tmp_path):
     assert {r["task_id"] for r in result["records"]} == {spec.task_id}
     assert {r["node"] for r in result["records"]} == {slurm_cluster.node}
     assert all(r["wrong"] == 0 and r["busbw_gbs"] > 0 for r in result["records"])
+
+
+def test_a_failed_topology_probe_is_recorded_not_lost(tmp_path):
+    """The run goes on without a fingerprint, and every record says why (extra.topology_error)."""
+    broken = tmp_path / "topo.txt"
+    broken.write_text("this is not nvidia-smi output\n")
+    spec = TaskSpec(workload="collective", params=SWEEP, nproc_per_node=2, backend="gloo", timeout_s=120,
+                    topology_file=str(broken))
+    result = json.loads(run_task(spec, tmp_path / "run").read_text())
+    assert result["status"] == "ok" and result["topology"] is None
+    assert result["records"]
+    for record in result["records"]:
+        assert record["fingerprint"] is None
+        assert "no `nvidia-smi topo -m` matrix found" in record["extra"]["topology_error"]

@@ -14,7 +14,6 @@ if CI is set and skip with it otherwise.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import uuid
@@ -24,15 +23,11 @@ from typing import Iterator
 
 import pytest
 
+from tests.services import SharedUse, keep_services, start_service, unavailable
+
 SCRIPT = Path(__file__).resolve().with_name("server.sh")
 DEFAULT_DIR = "/tmp/wirewise-pg"
-
-
-def _unavailable(message: str) -> None:
-    text = f"PostgreSQL test server unavailable:\n{message.strip()}"
-    if os.environ.get("CI"):
-        pytest.fail(text, pytrace=False)
-    pytest.skip(text)
+WHAT = "PostgreSQL test server"
 
 
 @dataclass
@@ -67,36 +62,23 @@ class PgServer:
 def pg_server() -> Iterator[PgServer]:
     folder = Path(os.environ.get("WIREWISE_PG_DIR", DEFAULT_DIR))
     env = {**os.environ, "WIREWISE_PG_DIR": str(folder)}
-    try:
-        proc = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        _unavailable(f"{SCRIPT} start: {exc}")
-    if proc.returncode != 0:
-        _unavailable(f"{SCRIPT} start exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    proc, started_here = start_service(WHAT, SCRIPT, env)
     try:
         import psycopg  # noqa: F401
     except ImportError as exc:
-        _unavailable(f"psycopg is not installed ({exc}); pip install 'psycopg[binary]'")
+        unavailable(WHAT, f"psycopg is not installed ({exc}); pip install 'psycopg[binary]'")
     from sqlalchemy.engine import make_url
 
     url = proc.stdout.strip().splitlines()[-1]
     parsed = make_url(url)
     server = PgServer(url=url, host=parsed.host, port=parsed.port, folder=folder)
-    started_here = "already running" not in proc.stderr
-    # Every session holds a shared lock; the starter stops the server only when it is alone.
-    users = open(folder / "users.lock", "a+")  # noqa: SIM115 - held for the session
-    fcntl.flock(users, fcntl.LOCK_SH)
+    users = SharedUse(folder)
     try:
         yield server
     finally:
-        fcntl.flock(users, fcntl.LOCK_UN)
-        try:
-            fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            alone = True
-        except OSError:
-            alone = False
+        alone = users.release_and_check_alone()
         users.close()
-        if started_here and alone and os.environ.get("WIREWISE_KEEP_SERVICES") != "1":
+        if started_here and alone and not keep_services():
             subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=120)
 
 

@@ -13,7 +13,6 @@ script's message if CI is set and skips with it otherwise.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shlex
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+from tests.services import SharedUse, keep_services, start_service
 
 SCRIPT = Path(__file__).resolve().with_name("cluster.sh")
 DEFAULT_DIR = "/tmp/wirewise-slurm"
@@ -54,14 +55,6 @@ def fake_gres(text: str, dev_dir: str | Path, node: str | None = None, keep_core
     return out
 
 
-def unavailable(what: str, message: str) -> None:
-    """A service could not be brought up: fail under CI (it must work there), skip elsewhere."""
-    text = f"{what} unavailable:\n{message.strip()}"
-    if os.environ.get("CI"):
-        pytest.fail(text, pytrace=False)
-    pytest.skip(text)
-
-
 def parse_exports(text: str) -> dict[str, str]:
     """`export K=V` lines (values quoted by printf %q) -> dict."""
     env = {}
@@ -71,38 +64,6 @@ def parse_exports(text: str) -> dict[str, str]:
             key, value = parts[1].split("=", 1)
             env[key] = value
     return env
-
-
-class SharedUse:
-    """Who uses a service folder: every session holds a shared flock on FOLDER/users.lock; the
-    session that started the service stops it at the end only if it can then take the lock
-    exclusively (no other session still holds it)."""
-
-    def __init__(self, folder: Path) -> None:
-        self._file = open(folder / "users.lock", "a+")  # noqa: SIM115 - held for the session
-        fcntl.flock(self._file, fcntl.LOCK_SH)
-
-    def release_and_check_alone(self) -> bool:
-        fcntl.flock(self._file, fcntl.LOCK_UN)
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._file.close()
-            return False
-        return True
-
-    def others(self) -> bool:
-        """Whether another session holds the lock too (tried by upgrading ours, then back)."""
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            fcntl.flock(self._file, fcntl.LOCK_SH)
-        return False
-
-    def close(self) -> None:
-        self._file.close()
 
 
 @dataclass
@@ -177,13 +138,7 @@ class SlurmCluster:
 def slurm_cluster() -> Iterator[SlurmCluster]:
     state_dir = Path(os.environ.get("WIREWISE_SLURM_DIR", DEFAULT_DIR))
     env = {**os.environ, "WIREWISE_SLURM_DIR": str(state_dir)}
-    try:
-        proc = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        unavailable("Slurm test cluster", f"{SCRIPT} start: {exc}")
-    if proc.returncode != 0:
-        unavailable("Slurm test cluster", f"{SCRIPT} start exited {proc.returncode}:\n{proc.stderr[-4000:]}")
-    started_here = "already running" not in proc.stderr
+    _, started_here = start_service("Slurm test cluster", SCRIPT, env)
     exports = parse_exports(
         subprocess.run([str(SCRIPT), "env"], env=env, capture_output=True, text=True, check=True).stdout
     )
@@ -205,10 +160,9 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
             mp.setenv(key, value)
         yield cluster
     # Leave the default gres.conf for whoever runs next, then stop if it is ours alone.
-    keep = os.environ.get("WIREWISE_KEEP_SERVICES") == "1"
     alone = users.release_and_check_alone()
     try:
-        if started_here and alone and not keep:
+        if started_here and alone and not keep_services():
             cluster.run_script("stop", timeout=120)
         elif alone and not cluster.gres_conf().startswith(DEFAULT_GRES_HEADER):
             cluster.use_gres(None)

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import func, inspect, select
 
+from db import HEAD
 from orchestrator.record.ingest import store_records
 from orchestrator.record.schema import ResultRecord
 from orchestrator.store import Store
@@ -98,7 +99,7 @@ def test_migrations_match_the_models(db_url):
 @pytest.mark.postgres
 def test_same_schema_on_postgresql(pg_url):
     store = Store(pg_url)
-    assert store.current_revision() == store.head_revision()
+    assert store.current_revision() == HEAD
     assert set(inspect(store.engine).get_table_names()) >= set(Base.metadata.tables)
     records = [_record(i) for i in range(20)]
     assert store_records(store, records) == 20
@@ -110,8 +111,6 @@ def test_same_schema_on_postgresql(pg_url):
 def test_head_constant_names_alembic_head(db_url):
     """db.HEAD (the fast path of Store.upgrade) must follow db/versions."""
     from alembic.script import ScriptDirectory
-
-    from db import HEAD
 
     store = Store(db_url, migrate=False)
     assert ScriptDirectory.from_config(store._alembic_config()).get_current_head() == HEAD
