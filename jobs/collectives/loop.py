@@ -35,8 +35,10 @@ def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:
         ctx.progress(step, len(plan), f"{op.name} {human_bytes(geometry.nbytes)}")
         rows.append(_measure(op, geometry, p, ctx, values))
     ctx.progress(len(plan), len(plan), "done")
+    if not ctx.is_main:
+        return []
     _add_sweep_averages(rows)
-    return rows if ctx.is_main else []
+    return rows
 
 
 def _device(ctx: RankContext) -> torch.device:

@@ -36,6 +36,18 @@ TRANSPORT_ENV: dict[str, dict[str, str]] = {
     "pcie": {"NCCL_P2P_DISABLE": "1"},
 }
 
+
+def transport_note(transport: str, backend: str, world_size: int, nvls_enable: str | None) -> str | None:
+    """What --transport pcie does not turn off, where it matters: NVLS on 3+ NCCL ranks
+    (`nvls_enable` is NCCL_NVLS_ENABLE as the ranks will see it, None when unset)."""
+    if transport != "pcie" or backend != "nccl" or world_size <= 2 or nvls_enable == "0":
+        return None
+    return (
+        "--transport pcie disables NVLink peer-to-peer only; on an NVSwitch node NCCL may still reduce "
+        f"through NVLink SHARP (NCCL_NVLS_ENABLE={nvls_enable or 'unset'}). "
+        "Set NCCL_NVLS_ENABLE=0 yourself for an all-PCIe all_reduce."
+    )
+
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
 

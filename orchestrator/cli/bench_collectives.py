@@ -95,13 +95,12 @@ def _task(params, gpus_text, nproc, backend, timeout, topology_file):
     from orchestrator.bench import choose_placement
 
     place = choose_placement(gpus_text, nproc, backend, default_ranks=None)
-    gpus, ranks, backend = place.gpus, place.ranks, place.backend
     return TaskSpec(
         workload="collective",
         params=params.model_dump(mode="json", exclude={"corrupt_rank"}),
-        gpus=gpus,
-        nproc_per_node=ranks,
-        backend=backend,
+        gpus=place.gpus,
+        nproc_per_node=place.ranks,
+        backend=place.backend,
         env=TRANSPORT_ENV[params.transport],
         timeout_s=timeout,
         topology_file=str(topology_file) if topology_file else None,
@@ -109,14 +108,11 @@ def _task(params, gpus_text, nproc, backend, timeout, topology_file):
 
 
 def _warn_about_nvls(params, spec) -> None:
-    """--transport pcie leaves NCCL_NVLS_ENABLE alone on purpose; say what that means."""
-    nvls = os.environ.get("NCCL_NVLS_ENABLE")
-    if params.transport == "pcie" and spec.backend == "nccl" and spec.world_size > 2 and nvls != "0":
-        sys.stderr.write(
-            "wirewise: note: --transport pcie disables NVLink peer-to-peer only; on an NVSwitch node NCCL may "
-            f"still reduce through NVLink SHARP (NCCL_NVLS_ENABLE={nvls or 'unset'}). "
-            "Set NCCL_NVLS_ENABLE=0 yourself for an all-PCIe all_reduce.\n"
-        )
+    from jobs.collectives.params import transport_note
+
+    note = transport_note(params.transport, spec.backend, spec.world_size, os.environ.get("NCCL_NVLS_ENABLE"))
+    if note:
+        sys.stderr.write(f"wirewise: note: {note}\n")
 
 
 # -- output -----------------------------------------------------------------
@@ -157,7 +153,8 @@ _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 
 
 def format_table(rows: list[dict[str, Any]]) -> list[str]:
-    """JSON rows (json_row) as nccl-tests prints them: a block per op, then its 'Avg bus bandwidth'."""
+    """JSON rows (json_row) as nccl-tests prints them: a block per op, then its 'Avg bus bandwidth'
+    (the sweep's own, avg_busbw_gbs on every row)."""
     lines: list[str] = []
     for op in dict.fromkeys(row["op"] for row in rows):
         op_rows = [row for row in rows if row["op"] == op]
@@ -168,8 +165,7 @@ def format_table(rows: list[dict[str, Any]]) -> list[str]:
             _HEAD.format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""),
         ]
         lines += [_table_line(row) for row in op_rows]
-        average = sum(row["busbw_gbs"] for row in op_rows) / len(op_rows)
-        lines += [f"# Avg bus bandwidth    : {average:g}", "#"]
+        lines += [f"# Avg bus bandwidth    : {op_rows[0]['avg_busbw_gbs']:g}", "#"]
     return lines
 
 

@@ -18,6 +18,9 @@ bandwidth, and a log can hold several of them (all_gather with -b below ranks x 
 which would give one (op, bytes) key many values; the log's average line, which counts
 them, is kept as printed under extra.avg_busbw_gbs. Record ids derive from the log's
 content and the row's place in it, so importing a log again adds nothing.
+
+`read_log_file` is what `wirewise import nccl-tests` calls: the log, its node and the
+topology it ran on, checked, then `LogImport.store` saves the wiring and the records.
 """
 
 from __future__ import annotations
@@ -27,10 +30,14 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import UserError
 from orchestrator.record.schema import ResultRecord
+
+if TYPE_CHECKING:
+    from orchestrator.store import Store
+    from orchestrator.topology import NodeTopology
 
 # nccl-tests binary (without _perf) -> wirewise op name where they differ.
 OP_FROM_TEST = {"alltoall": "all_to_all"}
@@ -260,34 +267,41 @@ def log_records(
     *,
     op: str | None = None,
     node: str | None = None,
-    fingerprint: str | None = None,
-    fabric: str | None = None,
+    topology: NodeTopology | None = None,
     logged_at: datetime | None = None,
 ) -> list[ResultRecord]:
-    """Every stored row of the log as records (two per size: out of place and in place)."""
-    sections = parse_log(text)
+    """Every stored row of the log as records (two per size: out of place and in place).
+
+    `node` defaults to the first host of the log's Rank lines; `topology` gives the rows
+    their fingerprint and fabric."""
+    return _records(parse_log(text), text, file_name, op, node, topology, logged_at)
+
+
+def _records(
+    sections: list[Section], text: str, file_name: str, op: str | None, node: str | None,
+    topology: NodeTopology | None, logged_at: datetime | None,
+) -> list[ResultRecord]:
     if not sections:
         raise UserError(f"{file_name}: no nccl-tests result rows found (is this the stdout of an *_perf run?)")
+    node = node or _first_host(sections)
     digest = hashlib.sha256(text.encode()).hexdigest()
     when = logged_at or datetime.now(timezone.utc)
     records = []
     for index, section in enumerate(sections):
-        section_op = op_of(section, op, file_name)
-        base = _section_fields(section, index, section_op, file_name, node, digest, when)
-        section_extra = base.pop("extra")
+        base = _section_fields(section, index, op_of(section, op, file_name), file_name, node, digest, when)
+        section_extra = _extra(section)
         for row_index, row in enumerate(section.rows):
             if row.size == 0:
                 continue
             for in_place, timing in ((False, row.out_of_place), (True, row.in_place)):
                 if timing is None:
                     continue
-                record_id = f"nccl-tests:{digest[:24]}:{index}:{row_index}:{'in' if in_place else 'out'}"
                 records.append(
                     ResultRecord(
                         **base,
-                        record_id=record_id,
-                        fingerprint=fingerprint,
-                        fabric=fabric,
+                        record_id=f"nccl-tests:{digest[:24]}:{index}:{row_index}:{'in' if in_place else 'out'}",
+                        fingerprint=topology.fingerprint if topology else None,
+                        fabric=topology.fabric if topology else None,
                         bytes=row.size,
                         count=row.count,
                         dtype=DTYPES.get(row.type, row.type),
@@ -302,16 +316,19 @@ def log_records(
     return records
 
 
-def log_hosts(text: str) -> list[str]:
-    """Hosts named by the log's Rank lines, in rank order."""
-    return list(dict.fromkeys(d.host for s in parse_log(text) for d in s.devices))
+def _hosts(section: Section) -> list[str]:
+    return list(dict.fromkeys(d.host for d in section.devices))
+
+
+def _first_host(sections: list[Section]) -> str | None:
+    """The first host the log's Rank lines name, the node its records are stored under."""
+    return next((host for section in sections for host in _hosts(section)), None)
 
 
 def _section_fields(
     section: Section, index: int, op: str, file_name: str, node: str | None, digest: str, when: datetime
 ) -> dict:
-    hosts = list(dict.fromkeys(d.host for d in section.devices))
-    node = node or (hosts[0] if hosts else None)
+    hosts = _hosts(section)
     on_node = [d for d in section.devices if d.host == node] or [d for d in section.devices if hosts and d.host == hosts[0]]
     versions = {"nccl-tests": section.version, "nccl": section.nccl_version}
     return dict(
@@ -328,15 +345,99 @@ def _section_fields(
         started_at=when,
         ended_at=when,
         versions={k: v for k, v in versions.items() if v},
-        extra=_extra(section, hosts),
     )
 
 
-def _extra(section: Section, hosts: list[str]) -> dict[str, Any]:
-    extra: dict[str, Any] = {"avg_busbw_gbs": section.average_busbw, "hosts": hosts}
+def _extra(section: Section) -> dict[str, Any]:
+    extra: dict[str, Any] = {"avg_busbw_gbs": section.average_busbw, "hosts": _hosts(section)}
     names = list(dict.fromkeys(d.name for d in section.devices))
     if names:
         extra["gpu_names"] = names
     if section.notes:
         extra["notes"] = section.notes
     return extra
+
+
+# -- importing a log file ---------------------------------------------------
+@dataclass
+class LogImport:
+    """A log file read into records, with the node and wiring they are stored under."""
+
+    file: Path
+    node: str | None
+    topology: NodeTopology | None
+    records: list[ResultRecord]
+
+    def store(self, store: Store) -> int:
+        """Save the node's wiring (when given) and the records; returns how many records were new."""
+        from orchestrator.record.ingest import store_records
+        from orchestrator.topology import save_topology
+
+        if self.topology is not None:
+            save_topology(store, self.topology, self.node)
+        return store_records(store, self.records)
+
+    def summary(self, new: int) -> dict[str, Any]:
+        """What was imported, one entry per section: rows, ranks, peak busbw, the logged average."""
+        sections: dict[int, list[ResultRecord]] = {}
+        for record in self.records:
+            sections.setdefault(record.params["section"], []).append(record)
+        return {
+            "file": str(self.file),
+            "node": self.node,
+            "rows": len(self.records),
+            "new": new,
+            "fingerprint": self.topology.fingerprint if self.topology else None,
+            "fabric": self.topology.fabric if self.topology else None,
+            "sections": [_section_summary(rows) for rows in sections.values()],
+        }
+
+
+def read_log_file(
+    path: Path, *, op: str | None = None, node: str | None = None, topology_file: Path | None = None
+) -> LogImport:
+    """Read and check an nccl-tests log (and the topology it ran on); UserError for anything wrong."""
+    text = _read_text(path)
+    sections = parse_log(text)
+    node = node or _first_host(sections)
+    topology = None
+    if topology_file is not None:
+        if node is None:
+            raise UserError("the log names no host: give --node with --topology-file, so the wiring is stored for a node")
+        from orchestrator.topology import read_topology
+
+        topology = read_topology(topology_file)
+    logged_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    records = _records(sections, text, path.name, op, node, topology, logged_at)
+    _check_gpus_fit(records, topology, topology_file)
+    return LogImport(path, node, topology, records)
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise UserError(f"{str(path)!r}: no such file")
+    try:
+        return path.read_text(errors="replace")
+    except OSError as exc:
+        raise UserError(f"{str(path)!r}: cannot read it ({exc.strerror})") from None
+
+
+def _check_gpus_fit(records: list[ResultRecord], topology: NodeTopology | None, topology_file: Path | None) -> None:
+    """A log that used GPU 7 cannot have run on a node whose topology has 4 GPUs."""
+    if topology is None:
+        return
+    highest = max((g for r in records for g in r.gpus), default=-1)
+    if highest >= topology.gpus:
+        raise UserError(f"the log uses GPU {highest} but {topology_file} describes {topology.gpus} GPU(s): wrong --topology-file?")
+
+
+def _section_summary(rows: list[ResultRecord]) -> dict[str, Any]:
+    peak = max(rows, key=lambda r: r.busbw_gbs)
+    return {
+        "op": rows[0].op,
+        "rows": len(rows),
+        "ranks": rows[0].world_size,
+        "peak_busbw_gbs": peak.busbw_gbs,
+        "peak_bytes": peak.bytes,
+        "avg_busbw_gbs": rows[0].extra.get("avg_busbw_gbs"),
+    }

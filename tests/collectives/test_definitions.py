@@ -65,14 +65,27 @@ def test_counts_per_op_at_three_ranks():
     assert (bf16.count, bf16.nbytes) == (680, 680 * 3 * 2)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 8])
-def test_bus_bandwidth_factors(n, monkeypatch):
+# busbw / algbw from nccl-tests' doc/PERFORMANCE.md, as numbers: (all_reduce, chunked ops, broadcast, NVLS all_reduce).
+@pytest.mark.parametrize(
+    ("n", "all_reduce", "chunked", "nvls"),
+    [(1, 0.0, 0.0, 0.0), (2, 1.0, 0.5, 1 / 3), (3, 4 / 3, 2 / 3, 0.5), (8, 1.75, 0.875, 7 / 9)],
+)
+def test_bus_bandwidth_factors(n, all_reduce, chunked, nvls, monkeypatch):
     from jobs.collectives.ops import OPS
 
     monkeypatch.delenv("NCCL_ALGO", raising=False)
-    assert OPS["all_reduce"].busbw_factor(n) == pytest.approx(2 * (n - 1) / n)
+    assert OPS["all_reduce"].busbw_factor(n) == pytest.approx(all_reduce)
     for op in ("all_gather", "reduce_scatter", "all_to_all"):
-        assert OPS[op].busbw_factor(n) == pytest.approx((n - 1) / n)
+        assert OPS[op].busbw_factor(n) == pytest.approx(chunked)
     assert OPS["broadcast"].busbw_factor(n) == 1.0
     monkeypatch.setenv("NCCL_ALGO", "NVLS")  # nccl-tests' NVLS all-reduce factor
-    assert OPS["all_reduce"].busbw_factor(n) == pytest.approx((n - 1) / (n + 1))
+    assert OPS["all_reduce"].busbw_factor(n) == pytest.approx(nvls)
+
+
+def test_pcie_transport_notes_nvls_only_where_nccl_could_use_it():
+    from jobs.collectives.params import transport_note
+
+    assert "NCCL_NVLS_ENABLE=unset" in transport_note("pcie", "nccl", 4, None)
+    assert "NCCL_NVLS_ENABLE=1" in transport_note("pcie", "nccl", 8, "1")
+    for args in (("default", "nccl", 8, None), ("pcie", "gloo", 8, None), ("pcie", "nccl", 2, None), ("pcie", "nccl", 8, "0")):
+        assert transport_note(*args) is None, args
