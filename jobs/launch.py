@@ -268,10 +268,11 @@ def _node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
 
 
 def _records(spec, files, status, error, topo, topo_error, node, started, ended) -> list[ResultRecord]:
-    """The task's records; a failed probe's reason rides on each (extra.topology_error)."""
+    """The task's records; each says its backend, and why the probe failed where it did."""
     records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
-    if topo_error:
-        for record in records:
+    for record in records:
+        record.extra["backend"] = spec.backend
+        if topo_error:
             record.extra["topology_error"] = topo_error
     return records
 

@@ -46,9 +46,9 @@ def collectives(
     records = run_and_record(spec, db, label="collectives", quiet=json)
     failed = [r for r in records if r.status != "ok"]
     if json:
-        print_json([json_row(r, spec) for r in records])
+        print_json([json_row(r) for r in records])
     else:
-        _print_tables(records, spec)
+        _print_tables(records)
     if failed or not records:
         _report_failure(failed, spec)
         raise typer.Exit(1)
@@ -116,7 +116,7 @@ def _warn_about_nvls(params, spec) -> None:
 
 
 # -- output -----------------------------------------------------------------
-def json_row(record, spec) -> dict[str, Any]:
+def json_row(record) -> dict[str, Any]:
     """One row for scripts: the nccl-tests columns plus where and how it ran."""
     extra = record.extra or {}
     return {
@@ -134,7 +134,7 @@ def json_row(record, spec) -> dict[str, Any]:
         "avg_busbw_gbs": extra.get("avg_busbw_gbs"),
         "ranks": record.world_size,
         "gpus": record.gpus,
-        "backend": spec.backend,
+        "backend": extra.get("backend"),
         "device": extra.get("device"),
         "transport": record.params.get("transport"),
         "node": record.node,
@@ -200,8 +200,8 @@ def format_report(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _print_tables(records, spec) -> None:
-    ok = [json_row(r, spec) for r in records if r.status == "ok"]
+def _print_tables(records) -> None:
+    ok = [json_row(r) for r in records if r.status == "ok"]
     if ok:
         typer.echo("\n".join(format_report(ok)))
 

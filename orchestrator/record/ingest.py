@@ -32,16 +32,23 @@ def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
         return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
 
 
-def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:
-    """A task's result.json: save the node's topology (if any) and its records.
+def store_measurement(store: Store, records: list[ResultRecord], topology=None, node: str | None = None) -> int:
+    """Save the wiring the records were measured on (a NodeTopology, when known) under `node`
+    (default: the records' node), then the records; returns how many records were new."""
+    if topology is not None:
+        from orchestrator.topology import save_topology
 
-    Returns (records, how many were new).
-    """
+        save_topology(store, topology, node or (records[0].node if records else None))
+    return store_records(store, records)
+
+
+def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:
+    """A task's result.json (jobs.launch): returns (records, how many were new)."""
     doc = json.loads(Path(path).read_text())
     records = [ResultRecord.model_validate(r) for r in doc["records"]]
+    topology = None
     if doc.get("topology"):
-        from orchestrator.topology import NodeTopology, save_topology
+        from orchestrator.topology import NodeTopology
 
-        node = records[0].node if records else None
-        save_topology(store, NodeTopology.model_validate(doc["topology"]), node)
-    return records, store_records(store, records)
+        topology = NodeTopology.model_validate(doc["topology"])
+    return records, store_measurement(store, records, topology)

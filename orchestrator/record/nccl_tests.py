@@ -370,12 +370,9 @@ class LogImport:
 
     def store(self, store: Store) -> int:
         """Save the node's wiring (when given) and the records; returns how many records were new."""
-        from orchestrator.record.ingest import store_records
-        from orchestrator.topology import save_topology
+        from orchestrator.record.ingest import store_measurement
 
-        if self.topology is not None:
-            save_topology(store, self.topology, self.node)
-        return store_records(store, self.records)
+        return store_measurement(store, self.records, self.topology, self.node)
 
     def summary(self, new: int) -> dict[str, Any]:
         """What was imported, one entry per section: rows, ranks, peak busbw, the logged average."""

@@ -76,5 +76,5 @@ def test_a_failed_topology_probe_is_recorded_not_lost(tmp_path):
     assert result["status"] == "ok" and result["topology"] is None
     assert result["records"]
     for record in result["records"]:
-        assert record["fingerprint"] is None
+        assert record["fingerprint"] is None and record["extra"]["backend"] == "gloo"
         assert "no `nvidia-smi topo -m` matrix found" in record["extra"]["topology_error"]
