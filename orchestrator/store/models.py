@@ -54,7 +54,7 @@ class Topology(Base):
     switched: Mapped[bool | None]
     gpu_count: Mapped[int]
     gpu_model: Mapped[str | None] = mapped_column(String(128))
-    parsed: Mapped[dict[str, Any]]  # the topology object of DESIGN.md and the pair details
+    parsed: Mapped[dict[str, Any]]  # the topology object of DESIGN.md; per-node links and paths live in NodeTopology.details
     raw_text: Mapped[str | None] = mapped_column(Text)  # `nvidia-smi topo -m` as read
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -68,9 +68,10 @@ def fold_siblings_by_offset(affinities: list[list[int]]) -> list[list[int]] | No
     return halves if len(offsets) == 1 else None
 
 
-def logical_cores_from_sysfs(cpus: list[int], sysfs: Path = SYSFS_CPUS) -> list[int] | None:
-    """Slurm's logical core indices of these CPUs on this machine, from the kernel's
-    thread-sibling lists: a core is named by its first thread, cores are ranked by it."""
+def core_indices(sysfs: Path = SYSFS_CPUS) -> dict[int, int] | None:
+    """Slurm's logical core index of every CPU on this machine, from the kernel's thread-sibling
+    lists: a core is named by its first thread, cores are ranked by it. None when unreadable.
+    Read once per probe: a 192-thread machine has 192 of these files."""
     first_thread: dict[int, int] = {}
     for topo in sysfs.glob("cpu[0-9]*/topology/thread_siblings_list"):
         cpu = int(topo.parent.parent.name[3:])
@@ -78,7 +79,12 @@ def logical_cores_from_sysfs(cpus: list[int], sysfs: Path = SYSFS_CPUS) -> list[
             first_thread[cpu] = min(parse_cpu_list(topo.read_text()))
         except (OSError, ValueError):
             return None
-    if not first_thread or any(c not in first_thread for c in cpus):
-        return None
     rank = {core: k for k, core in enumerate(sorted(set(first_thread.values())))}
-    return sorted({rank[first_thread[c]] for c in cpus})
+    return {cpu: rank[first] for cpu, first in first_thread.items()} or None
+
+
+def logical_cores(cpus: list[int], core_of: dict[int, int] | None) -> list[int] | None:
+    """The logical core indices of these CPUs; None when a CPU is not in the map."""
+    if not core_of or not cpus or any(c not in core_of for c in cpus):
+        return None
+    return sorted({core_of[c] for c in cpus})

@@ -100,9 +100,6 @@ class NodeTopology(BaseModel):
         }
 
     # -- pairs ----------------------------------------------------------
-    def link(self, i: int, j: int) -> str:
-        return self.links[i][j]
-
     def nvlinks(self, i: int, j: int) -> int:
         return labels.nvlink_count(self.links[i][j])
 

@@ -300,7 +300,7 @@ def _assemble(gpus, ancestors, versions, run_nvidia_smi) -> NodeTopology:
         "hostname": short_hostname(),
         "gpus": gpus,
         "versions": versions,
-        "slurm_cores": [_slurm_cores(a) for a in affinity],
+        "slurm_cores": _slurm_cores(affinity),
         "notes": notes,
     }
     return NodeTopology(
@@ -356,8 +356,8 @@ def _smi_matrix(run_nvidia_smi, gpu_count: int):
     return parsed, text
 
 
-def _slurm_cores(affinity: str | None) -> str | None:
-    if not affinity:
-        return None
-    cores = cpus.logical_cores_from_sysfs(cpus.parse_cpu_list(affinity))
-    return cpus.format_cpu_list(cores) if cores else None
+def _slurm_cores(affinities: list[str | None]) -> list[str | None]:
+    """Cores= per GPU from this machine's sysfs (read once for all GPUs); None where unknown."""
+    core_of = cpus.core_indices() if any(affinities) else None
+    found = [cpus.logical_cores(cpus.parse_cpu_list(a), core_of) for a in affinities]
+    return [cpus.format_cpu_list(cores) if cores else None for cores in found]

@@ -1,5 +1,10 @@
 """Store topologies: one Topology row per wiring (fingerprint), one Node row per host, and
-one NodeTopology row per (node, wiring) pair holding what the fingerprint leaves out."""
+one NodeTopology row per (node, wiring) pair holding what the fingerprint leaves out.
+
+Topology.parsed is the DESIGN.md object of the first node seen with that wiring. GPU numbers
+differ between nodes of one wiring (renumbered), so what is told by GPU index on a node (its
+pair matrix, NVML's PCIe paths, hence its groups) lives in that node's row.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from orchestrator.store import Store
 from orchestrator.store.models import Node, NodeTopology as NodeTopologyRow, Topology
+from orchestrator.topology.classify import classify
 from orchestrator.topology.model import NodeTopology
 
 
@@ -38,7 +44,7 @@ def _save(store: Store, topo: NodeTopology, node: str) -> tuple[str, bool]:
                 switched=topo.switched,
                 gpu_count=topo.gpus,
                 gpu_model=topo.gpu_model,
-                parsed=_parsed(topo),
+                parsed=topo.contract(),
                 raw_text=topo.raw_text,
             )
             session.add(topology)
@@ -58,30 +64,25 @@ def _save(store: Store, topo: NodeTopology, node: str) -> tuple[str, bool]:
         return topo.fingerprint, True
 
 
-def _parsed(topo: NodeTopology) -> dict[str, Any]:
-    """The DESIGN.md object plus what placement reads per pair."""
-    return {
-        **topo.contract(),
-        "gpu_model": topo.gpu_model,
-        "nvlink_generation": topo.nvlink_generation,
-        "pcie_levels": topo.pcie_levels,
-    }
-
-
 def _node_details(topo: NodeTopology) -> dict[str, Any]:
-    return {
-        **topo.details,
-        "gpu_names": topo.gpu_names,
-        "cpu_affinity": topo.cpu_affinity,
-        "numa": topo.numa,
-    }
+    """The NVML/file details plus the topology's fields in this node's GPU numbering."""
+    fields = topo.model_dump(include={"links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen"})
+    return {**topo.details, **fields}
+
+
+def _groups(details: dict[str, Any], topology: Topology) -> list[list[int]] | None:
+    """NVLink groups in the node's own GPU numbering (rows stored before nodes kept their
+    matrix: the first node's, from the wiring)."""
+    if "links" not in details:
+        return topology.parsed.get("groups")
+    return classify(details["links"], details["gpu_names"]).groups
 
 
 def list_topologies(store: Store) -> list[dict[str, Any]]:
     """Stored nodes with their wiring, most recently seen first."""
     with store.session() as session:
         rows = session.execute(
-            select(Node.name, Topology, NodeTopologyRow.first_seen, NodeTopologyRow.last_seen)
+            select(Node.name, Topology, NodeTopologyRow.details, NodeTopologyRow.first_seen, NodeTopologyRow.last_seen)
             .join(NodeTopologyRow, NodeTopologyRow.node_id == Node.id)
             .join(Topology, Topology.id == NodeTopologyRow.topology_id)
             .order_by(NodeTopologyRow.last_seen.desc(), Node.name)
@@ -93,10 +94,10 @@ def list_topologies(store: Store) -> list[dict[str, Any]]:
                 "switched": topology.switched,
                 "gpus": topology.gpu_count,
                 "gpu_model": topology.gpu_model,
-                "groups": topology.parsed.get("groups"),
+                "groups": _groups(details, topology),
                 "fingerprint": topology.fingerprint,
                 "first_seen": first_seen,
                 "last_seen": last_seen,
             }
-            for name, topology, first_seen, last_seen in rows
+            for name, topology, details, first_seen, last_seen in rows
         ]

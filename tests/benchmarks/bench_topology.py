@@ -7,28 +7,20 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from pathlib import Path
 
-from orchestrator.topology.classify import classify
-from orchestrator.topology.fingerprint import fingerprint
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's tests/ package
+
+from orchestrator.topology.classify import classify  # noqa: E402
+from orchestrator.topology.fingerprint import fingerprint  # noqa: E402
+from orchestrator.topology.parse import parse_topo_text  # noqa: E402
+from tests.topology.common import fixture_text, matrix  # noqa: E402
 
 RUNS = 15
 TARGET_MS = 50.0
 
 # DGX-1's hybrid cube mesh: no part of it splits off, so it goes through the search.
-CUBE_MESH = [
-    ["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"],
-    ["NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"],
-    ["NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"],
-    ["NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"],
-    ["NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"],
-    ["SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"],
-    ["SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"],
-    ["SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"],
-]
-
-
-def matrix(n: int, label_of) -> list[list[str]]:
-    return [["X" if i == j else label_of(i, j) for j in range(n)] for i in range(n)]
+CUBE_MESH = parse_topo_text(fixture_text("v100-dgx1-8gpu-hybrid-cube-mesh-ib-old-legend.txt")).links
 
 
 def quads_pairs_numa(i: int, j: int) -> str:

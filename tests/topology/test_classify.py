@@ -54,7 +54,7 @@ def test_single_pcie_and_partial_shapes() -> None:
 def test_pair_helpers_and_bandwidth_from_generation() -> None:
     names = ["NVIDIA H200"] * 8
     topo = topology_from_text(as_text(read_topology(NVL_QUADS).links, names))
-    assert topo.link(0, 1) == "NV6" and topo.nvlinks(0, 1) == 6 and topo.nvlinks(0, 4) == 0
+    assert topo.links[0][1] == "NV6" and topo.nvlinks(0, 1) == 6 and topo.nvlinks(0, 4) == 0
     assert topo.bandwidth_gbs(0, 1) == 150.0  # 6 links x 25 GB/s (NVLink 4)
     assert topo.bandwidth_gbs(0, 4) == 32.0  # PCIe Gen5 x16 (64) across sockets (SYS)
     assert topo.bandwidth_gbs(3, 3) is None

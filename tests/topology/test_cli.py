@@ -124,8 +124,11 @@ def test_renumbered_wiring_is_the_same_topology_and_list_shows_nodes(db_url: str
     assert save_topology(store, pairs, "gpu-a") == (pairs.fingerprint, True)  # the node was rewired
     assert count_rows(db_url) == (2, 2, 3)
     rows = list_topologies(store)
-    assert sorted((row["node"], row["fabric"]) for row in rows) == [
-        ("gpu-a", "nvlink-groups"), ("gpu-a", "nvlink-groups"), ("gpu-b", "nvlink-groups")
+    # Groups are told in each node's own GPU numbering: quads [0-3], [4-7] renumbered by perm.
+    assert sorted((row["node"], row["fingerprint"] == quads.fingerprint, row["groups"]) for row in rows) == [
+        ("gpu-a", False, [[0, 1], [2, 3], [4, 5], [6, 7]]),
+        ("gpu-a", True, [[0, 2, 4, 6], [1, 3, 5, 7]]),  # last saved renumbered
+        ("gpu-b", True, [[0, 2, 4, 6], [1, 3, 5, 7]]),
     ]
     table = wirewise("topo", "list", "--db", db_url, env={"COLUMNS": "200"}, check=True).stdout
     assert "gpu-b" in table and pairs.fingerprint[:16] in table and "[0,1] [2,3] [4,5] [6,7]" in table
@@ -139,7 +142,8 @@ def test_save_api_keeps_details_beside_the_wiring(db_url: str) -> None:
         row = session.scalar(select(Topology))
         seen = session.scalar(select(NodeTopologyRow))
         assert (row.fabric, row.gpu_count, row.switched) == ("nvlink-all-to-all", 4, None)
-        assert row.parsed["links"] == topo.links and row.raw_text == topo.raw_text
+        assert row.parsed == topo.contract() and row.raw_text == topo.raw_text
+        assert seen.details["links"] == topo.links  # this node's numbering, beside the wiring
         assert seen.details["cpu_affinity"][0] == "24-31,56-63" and seen.details["nics"]["names"] == ["mlx5_0", "mlx5_1"]
 
 
