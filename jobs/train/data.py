@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from jobs.train.models import check_data_kind
+
 SYNTHETIC_POOL = 1  # distinct batches per rank, cycled
 DATASET_POOL = 8
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -36,7 +38,6 @@ ALPACA_PROMPT = "### Instruction:\n{instruction}\n\n{input_block}### Response:\n
 @dataclass
 class Batches:
     pool: list[dict[str, Any]]
-    samples_per_batch: int
     tokens_per_sample: int  # sequence positions (LM) or patch tokens + CLS (vision)
     source: str  # what the extra records say about the data
 
@@ -48,9 +49,7 @@ def make_batches(built, params, rank: int, world_size: int, device, seq_len: int
     """The pool for this rank: each rank sees different samples, as in data-parallel training."""
     generator = torch.Generator().manual_seed(params.seed * 1000 + rank)
     pool = min(DATASET_POOL, params.total_steps)
-    if params.data and Path(params.data).is_dir() == (built.kind == "causal-lm"):
-        wanted = "a JSON/JSONL instruction file" if built.kind == "causal-lm" else "an image folder"
-        raise ValueError(f"--data {params.data}: a {built.kind} model trains on {wanted}")
+    check_data_kind(params.data, built.kind)  # a local config's kind is known only now
     if built.kind == "causal-lm":
         if params.data:
             return _alpaca(Path(params.data), built, params.micro_batch, seq_len, rank, world_size, device, pool)
@@ -76,7 +75,7 @@ def _synthetic_tokens(vocab: int, batch: int, seq_len: int, generator, device) -
     for _ in range(SYNTHETIC_POOL):
         ids = torch.randint(0, vocab, (batch, seq_len), generator=generator)
         pool.append({"input_ids": ids.to(device), "labels": ids.to(device)})
-    return Batches(pool, batch, seq_len, "synthetic token ids")
+    return Batches(pool, seq_len, "synthetic token ids")
 
 
 def _synthetic_images(config, batch: int, generator, device) -> Batches:
@@ -86,7 +85,7 @@ def _synthetic_images(config, batch: int, generator, device) -> Batches:
         pixels = torch.randn(batch, config.num_channels, size, size, generator=generator)
         labels = torch.randint(0, config.num_labels, (batch,), generator=generator)
         pool.append({"pixel_values": pixels.to(device), "labels": labels.to(device)})
-    return Batches(pool, batch, vision_tokens(config), "synthetic images")
+    return Batches(pool, vision_tokens(config), "synthetic images")
 
 
 # ---------------------------------------------------------------- Food-101 style image folder
@@ -136,7 +135,7 @@ def _image_folder(root: Path, built, batch: int, rank: int, world_size: int, dev
         pixels = torch.stack([load(p) for p, _ in chunk])
         labels = torch.tensor([label for _, label in chunk])
         pool.append({"pixel_values": pixels.to(device), "labels": labels.to(device)})
-    return Batches(pool, batch, vision_tokens(built.config), f"image folder {root} ({len(names)} classes)")
+    return Batches(pool, vision_tokens(built.config), f"image folder {root} ({len(names)} classes)")
 
 
 def _center_square(img):
@@ -215,4 +214,4 @@ def _alpaca(path: Path, built, batch: int, seq_len: int, rank: int, world_size: 
             ids[i, : len(row)] = torch.tensor(row)
             labels[i, : len(row)] = torch.tensor(row)
         pool.append({"input_ids": ids.to(device), "labels": labels.to(device)})
-    return Batches(pool, batch, seq_len, f"instructions {path} ({tokenizer.name})")
+    return Batches(pool, seq_len, f"instructions {path} ({tokenizer.name})")

@@ -13,7 +13,6 @@ far the run got.
 from __future__ import annotations
 
 import gc
-import resource
 import statistics
 import time
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from jobs.failures import memory_now
 from jobs.train.data import dataset_classes, make_batches
 from jobs.train.flops import datasheet_flops, mfu, peak_flops, train_flops_per_token
 from jobs.train.models import build_model
@@ -51,7 +51,7 @@ def run_rank(raw_params: dict[str, Any], ctx) -> list[dict[str, Any]]:
     run = _train(strategy, batches, params, ctx)
     mine = {
         **run.state,
-        **_peak_memory(device),
+        **_training_peaks(device),
         "setup_peak_allocated_bytes": setup_peak,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
     }
@@ -109,12 +109,12 @@ def _sync(device) -> None:
 def _train(strategy: Strategy, batches, params: TrainParams, ctx) -> Run:
     run, device = Run(), ctx.device
     losses = []
+    _sync(device)  # each step ends with a sync, so every step starts on an idle device
     for step in range(params.total_steps):
         timed = step >= params.warmup_steps
         ctx.notes.update(phase="timed" if timed else "warmup", step=step)
         if params.inject_memory_error_at_step == step:
             raise MemoryError(f"injected at step {step} (test hook inject_memory_error_at_step)")
-        _sync(device)
         start = time.perf_counter()
         if step == params.warmup_steps - 1:
             loss = _accounting_step(strategy, batches[step], run, ctx)
@@ -160,20 +160,21 @@ def _reset_peak_memory(device) -> int | None:
     """Peaks are for training: FSDP and ZeRO-3 first build the whole model, then shard it."""
     if device.type != "cuda":
         return None
-    setup_peak = torch.cuda.max_memory_allocated(device)
+    setup_peak = memory_now(device)["cuda_peak_allocated_bytes"]
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
     return setup_peak
 
 
-def _peak_memory(device) -> dict[str, int | None]:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-    if device.type != "cuda":
-        return {"peak_bytes": rss, "peak_reserved_bytes": None, "peak_rss_bytes": rss}
+def _training_peaks(device) -> dict[str, int | None]:
+    """jobs.failures.memory_now's figures under this record's names; the peak is the allocator's
+    on a GPU and the process RSS on a CPU, as in the record of a failed run (jobs.launch)."""
+    now = memory_now(device)
+    rss = now["host_peak_rss_bytes"]
     return {
-        "peak_bytes": torch.cuda.max_memory_allocated(device),
-        "peak_reserved_bytes": torch.cuda.max_memory_reserved(device),
+        "peak_bytes": now.get("cuda_peak_allocated_bytes", rss),
+        "peak_reserved_bytes": now.get("cuda_peak_reserved_bytes"),
         "peak_rss_bytes": rss,
     }
 
@@ -210,15 +211,10 @@ def _row(params, built, seq_len, batches, strategy, run, ranks, world_size, sett
         "peak_mem_bytes": per_rank("peak_bytes"),
         "model_state_bytes": per_rank("model_state_bytes"),
         "mfu": mfu(dense * tokens_per_step, step_time, peak, world_size) if on_gpu else None,
-        "extra": {
-            "engine": params.engine,
+        "extra": {  # what the record's fields and params do not already say
             "strategy_impl": strategy.name,
-            "compile": params.compile,
             "task": built.kind,
             "tokens_per_sample": batches.tokens_per_sample,
-            "global_batch": global_batch,
-            "steps": params.steps,
-            "warmup_steps": params.warmup_steps,
             "losses": run.losses,
             "step_times_s": run.step_times,
             "step_time_median_s": statistics.median(run.step_times),

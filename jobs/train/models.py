@@ -94,6 +94,14 @@ def check_model_name(name: str) -> None:
         raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
 
 
+def check_data_kind(data: str | None, kind: Kind) -> None:
+    """Raise ValueError unless `data` suits a `kind` model: a folder of images for a classifier,
+    an instruction file for a language model (None, synthetic batches, suits both)."""
+    if data is not None and Path(data).is_dir() == (kind == "causal-lm"):
+        wanted = "a JSON/JSONL instruction file" if kind == "causal-lm" else "an image folder"
+        raise ValueError(f"--data {data!r}: a {kind} model trains on {wanted}")
+
+
 @dataclass
 class BuiltModel:
     model: Any  # torch.nn.Module

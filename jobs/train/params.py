@@ -7,13 +7,12 @@ of a failed run by jobs.launch, so a failure still says what was asked.
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-STRATEGIES = ("ddp", "fsdp", "zero1", "zero2", "zero3")
-ENGINES = ("native", "accelerate")
-PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
+from jobs.train.models import MODELS, check_data_kind, check_model_name
 
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3"]
 Engine = Literal["native", "accelerate"]
@@ -21,6 +20,10 @@ Engine = Literal["native", "accelerate"]
 # FSDP: MixedPrecisionPolicy; DeepSpeed: its bf16 mode, bf16 weights with an fp32 master copy).
 # bf16: bf16 weights and optimizer state (DDP/FSDP); DeepSpeed treats it as bf16-mixed.
 Precision = Literal["auto", "fp32", "bf16-mixed", "bf16"]
+
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+ENGINES: tuple[str, ...] = get_args(Engine)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 class TrainParams(BaseModel):
@@ -44,10 +47,25 @@ class TrainParams(BaseModel):
     # step), to exercise the real catch-and-record path on a machine without a GPU to exhaust.
     inject_memory_error_at_step: int | None = Field(None, ge=0)
 
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        check_model_name(value)
+        return value
+
+    @field_validator("data")
+    @classmethod
+    def _data_exists(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).exists():
+            raise ValueError("no such file or folder")
+        return value
+
     @model_validator(mode="after")
-    def _compile_needs_native(self) -> TrainParams:
+    def _consistent(self) -> TrainParams:
         if self.engine == "accelerate" and self.compile:
             raise ValueError("--compile is only wired for --engine native")
+        if self.model in MODELS:  # a local config's kind is known only once transformers reads it
+            check_data_kind(self.data, MODELS[self.model].kind)
         return self
 
     @property

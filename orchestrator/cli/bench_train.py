@@ -1,7 +1,8 @@
 """`wirewise bench train`: one training benchmark on this machine, stored with its fingerprint.
 
-Thin: check the input (one clear line and exit 2 for anything the user can fix), build the
-task, run it through the same launch path as every workload (orchestrator.bench), print.
+Thin: options into jobs.train.params.TrainParams (which checks them; one clear line and exit 2
+for anything the user can fix), the task, the same launch path as every workload
+(orchestrator.bench), then print.
 torch, transformers and DeepSpeed are imported only by the rank processes.
 """
 
@@ -24,16 +25,16 @@ def train(
     strategy: Annotated[str, typer.Option("--strategy", help="ddp | fsdp | zero1 | zero2 | zero3.")],
     gpus: Annotated[str | None, typer.Option("--gpus", help="Physical GPU indices, one rank each, e.g. 0,1,2,3.")] = None,
     nproc: Annotated[int | None, typer.Option("--nproc", min=1, help="Ranks: the first N GPUs, or N CPU ranks without GPUs (default: 1, or one per --gpus).")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Micro-batch per rank.")] = 8,
-    seq_len: Annotated[int | None, typer.Option("--seq-len", min=2, help="Sequence length for language models [default: the model's].")] = None,
-    steps: Annotated[int, typer.Option("--steps", min=1, help="Timed steady-state steps.")] = 10,
-    warmup_steps: Annotated[int, typer.Option("--warmup-steps", min=1, help="Untimed steps first (compilation, allocator warm-up).")] = 2,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Micro-batch per rank.")] = 8,
+    seq_len: Annotated[int | None, typer.Option("--seq-len", help="Sequence length for language models [default: the model's].")] = None,
+    steps: Annotated[int, typer.Option("--steps", help="Timed steady-state steps.")] = 10,
+    warmup_steps: Annotated[int, typer.Option("--warmup-steps", help="Untimed steps first (compilation, allocator warm-up).")] = 2,
     engine: Annotated[str, typer.Option("--engine", help="native (torch DDP/FSDP, deepspeed.initialize) or accelerate (HF Accelerate with configs from templates/; GPU only).")] = "native",
     precision: Annotated[str, typer.Option("--precision", help="auto (bf16-mixed on GPU, fp32 on CPU) | fp32 | bf16-mixed | bf16 (bf16 weights).")] = "auto",
     compile: Annotated[bool, typer.Option("--compile", help="torch.compile the model (per layer under FSDP).")] = False,
-    memory_limit_gb: Annotated[float | None, typer.Option("--memory-limit-gb", min=0.001, help="Cap each GPU at this many GiB, e.g. 80 to act as an 80 GB card.")] = None,
+    memory_limit_gb: Annotated[float | None, typer.Option("--memory-limit-gb", help="Cap each GPU at this many GiB, e.g. 80 to act as an 80 GB card.")] = None,
     data: Annotated[str | None, typer.Option("--data", help="A Food-101 image folder or an Alpaca JSON/JSONL file [default: synthetic batches].")] = None,
-    lr: Annotated[float, typer.Option("--lr", min=0.0, help="AdamW learning rate.")] = 1e-4,
+    lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate.")] = 1e-4,
     backend: Annotated[str | None, typer.Option("--backend", help="nccl or gloo (default: nccl with GPUs, gloo without).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1.0, help="Seconds before the run is stopped and stored as timeout.")] = 3600.0,
     topology_file: Annotated[str | None, typer.Option("--topology-file", help="Saved `nvidia-smi topo -m` output to fingerprint when NVML cannot see the wiring.")] = None,
@@ -63,61 +64,61 @@ def train(
 
 def build_spec(*, model, strategy, gpus, nproc, batch_size, seq_len, steps, warmup_steps, engine, precision, compile,
                memory_limit_gb, data, lr, backend, timeout, topology_file, inject_memory_error_at_step):
-    """Check every input and return the TaskSpec; UserError (one line, exit 2) for anything wrong."""
+    """The TaskSpec for these options; UserError (one line, exit 2) for anything wrong.
+    TrainParams checks the training options; this adds what depends on the placement."""
     from pydantic import ValidationError
 
     from jobs.spec import TaskSpec
-    from jobs.train.models import MODELS, check_model_name
-    from jobs.train.params import ENGINES, PRECISIONS, STRATEGIES, TrainParams
-
-    _choice("--strategy", strategy, STRATEGIES)
-    _choice("--engine", engine, ENGINES)
-    _choice("--precision", precision, PRECISIONS)
-    try:
-        check_model_name(model)
-    except ValueError as exc:
-        raise UserError(f"--model: {exc}") from None
-    if data is not None and not Path(data).exists():
-        raise UserError(f"--data {data!r}: no such file or folder")
-    if topology_file is not None and not Path(topology_file).is_file():
-        raise UserError(f"--topology-file {topology_file!r}: no such file")
-    if model in MODELS:
-        kind = MODELS[model].kind
-        if data is not None and Path(data).is_dir() == (kind == "causal-lm"):
-            wanted = "a JSON/JSONL instruction file" if kind == "causal-lm" else "an image folder"
-            raise UserError(f"--data {data!r}: {model} trains on {wanted}")
-        if kind == "causal-lm" and seq_len is None:
-            seq_len = MODELS[model].default_seq_len  # explicit, so even a failed run's record says it
+    from jobs.train.models import MODELS
+    from jobs.train.params import TrainParams
     from orchestrator.bench import choose_placement
 
+    if topology_file is not None and not Path(topology_file).is_file():
+        raise UserError(f"--topology-file {topology_file!r}: no such file")
+    entry = MODELS.get(model)
+    if seq_len is None and entry is not None and entry.kind == "causal-lm":
+        seq_len = entry.default_seq_len  # explicit, so even a failed run's record says it
+    raw = dict(
+        model=model if entry or not Path(model).exists() else str(Path(model).resolve()), strategy=strategy,
+        engine=engine, micro_batch=batch_size, seq_len=seq_len, steps=steps, warmup_steps=warmup_steps,
+        precision=precision, compile=compile, lr=lr, data=str(Path(data).resolve()) if data else None,
+        memory_limit_gb=memory_limit_gb, inject_memory_error_at_step=inject_memory_error_at_step,
+    )
+    try:
+        params = TrainParams(**raw)
+    except ValidationError as exc:
+        raise UserError(_first_error(exc, {**raw, "model": model, "data": data})) from None
     place = choose_placement(gpus, nproc, backend, default_ranks=1)
-    gpu_list, backend = place.gpus, place.backend
-    if not gpu_list:
+    if not place.gpus:
         if engine == "accelerate":
             raise UserError("--engine accelerate runs on GPUs only: on CPU accelerate's FSDP plugin does not shard and "
                             "its DeepSpeed plugin miscounts processes; use --engine native")
         if memory_limit_gb is not None:
             raise UserError("--memory-limit-gb caps GPU memory, and this run has no GPU")
-    try:
-        params = TrainParams(
-            model=model if model in MODELS else str(Path(model).resolve()), strategy=strategy, engine=engine,
-            micro_batch=batch_size, seq_len=seq_len, steps=steps, warmup_steps=warmup_steps, precision=precision,
-            compile=compile, lr=lr, data=str(Path(data).resolve()) if data else None, memory_limit_gb=memory_limit_gb,
-            inject_memory_error_at_step=inject_memory_error_at_step,
-        )
-        return TaskSpec(
-            workload="train", params=params.model_dump(exclude_none=True), gpus=gpu_list,
-            nproc_per_node=place.ranks, backend=backend, timeout_s=timeout,
-            topology_file=str(Path(topology_file).resolve()) if topology_file else None, env=dict(RANK_ENV),
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UserError(f"{'.'.join(map(str, first['loc'])) or 'options'}: {first['msg']}") from None
+    return TaskSpec(
+        workload="train", params=params.model_dump(exclude_none=True), gpus=place.gpus,
+        nproc_per_node=place.ranks, backend=place.backend, timeout_s=timeout,
+        topology_file=str(Path(topology_file).resolve()) if topology_file else None, env=dict(RANK_ENV),
+    )
 
 
-def _choice(option: str, value: str, allowed) -> None:
-    if value not in allowed:
-        raise UserError(f"{option} {value!r}: use one of {', '.join(allowed)}")
+_FLAGS = {"model": "--model", "strategy": "--strategy", "engine": "--engine", "micro_batch": "--batch-size",
+          "seq_len": "--seq-len", "steps": "--steps", "warmup_steps": "--warmup-steps", "precision": "--precision",
+          "lr": "--lr", "data": "--data", "memory_limit_gb": "--memory-limit-gb",
+          "inject_memory_error_at_step": "--inject-memory-error-at-step"}
+
+
+def _first_error(exc, raw: dict) -> str:
+    """One line for the first problem TrainParams found, named by its option as the user typed it."""
+    error = exc.errors()[0]
+    message = error["msg"].removeprefix("Value error, ")
+    field = error["loc"][0] if error["loc"] else None
+    if field not in _FLAGS:
+        return message  # a check across options: its message names them
+    value = raw[field]
+    if error["type"] == "value_error" and repr(value) in message:
+        return f"{_FLAGS[field]}: {message}"
+    return f"{_FLAGS[field]} {value!r}: {message}"
 
 
 def _size(n: int) -> str:
@@ -142,7 +143,7 @@ def _print_summary(record) -> None:
     table.add_column("value")
     rows = [
         ("micro-batch / seq len", f"{record.micro_batch} / {record.seq_len or '-'}"),
-        ("precision / engine", f"{extra.get('precision', '-')} / {extra.get('engine', '-')}"),
+        ("precision / engine", f"{extra.get('precision', '-')} / {record.params.get('engine', '-')}"),
     ]
     if ok:
         rows += [

@@ -1,7 +1,7 @@
 """A minimal plain-PyTorch training loop: the yardstick for `wirewise bench train` on one GPU.
 
-No wrapper, no framework: the registry's model config built by transformers with random
-weights, synthetic token ids, `model(input_ids, labels).loss`, backward, fused torch AdamW.
+No wrapper, no framework: the registry's model built as wirewise builds it
+(jobs.train.models.build_model: transformers, random weights, sdpa), synthetic token ids, `model(input_ids, labels).loss`, backward, fused torch AdamW.
 The precision regimes match wirewise's: `bf16-mixed` is bf16 autocast over fp32 weights,
 `bf16` is bf16 weights. Each step is timed between device syncs after the warmup steps, the
 same way the wirewise loop times it, and MFU uses the same 6 x params x tokens formula.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's j
 
 import torch  # noqa: E402
 
-from jobs.train.models import MODELS  # noqa: E402  (plain data: the same config wirewise builds)
+from jobs.train.models import MODELS, build_model  # noqa: E402  (the same model wirewise builds)
 
 
 def measure_matmul_tflops(size: int = 8192, warmup: int = 3, iters: int = 10) -> float:
@@ -43,23 +43,10 @@ def measure_matmul_tflops(size: int = 8192, warmup: int = 3, iters: int = 10) ->
     return 2 * size**3 * iters / (time.perf_counter() - start) / 1e12
 
 
-def build(name: str, precision: str):
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    entry = MODELS[name]
-    config = AutoConfig.for_model(entry.family, **entry.config)
-    config._attn_implementation = "sdpa"
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    with torch.device("cuda"):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    model.train()
-    return model, config
-
-
 def train(args) -> dict:
     torch.manual_seed(0)
-    model, config = build(args.model, args.precision)
-    n_params = sum(p.numel() for p in model.parameters())
+    built = build_model(args.model, torch.device("cuda"), torch.bfloat16 if args.precision == "bf16" else torch.float32)
+    model, config, n_params = built.model, built.config, built.n_params
     if args.compile:
         model.compile()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.0, fused=True)

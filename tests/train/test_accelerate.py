@@ -55,7 +55,7 @@ def test_accelerate_engine_runs_ddp_on_cpu_ranks(tmp_path):
     record = result["records"][0]
     assert result["status"] == "ok", record["error"]
     extra = record["extra"]
-    assert extra["engine"] == "accelerate" and extra["strategy_impl"] == "accelerate-ddp"
+    assert record["params"]["engine"] == "accelerate" and extra["strategy_impl"] == "accelerate-ddp"
     assert extra["accelerate_distributed_type"] == "DistributedType.MULTI_CPU"  # accelerate's own DDP
     assert extra["losses"][-1] < extra["losses"][0]
     rendered = yaml.safe_load((tmp_path / "run" / "accelerate.yaml").read_text())

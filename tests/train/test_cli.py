@@ -15,6 +15,12 @@ CASES = {
     "bad precision": (["--model", "tiny-mistral", "--strategy", "ddp", "--precision", "fp8"], "--precision 'fp8'"),
     "missing data": (["--model", "tiny-mistral", "--strategy", "ddp", "--data", "/nonexistent/alpaca.json"], "no such file"),
     "config without model_type": (["--model", "{config}", "--strategy", "ddp"], "has no \"model_type\""),
+    "zero batch": (["--model", "tiny-mistral", "--strategy", "ddp", "--batch-size", "0"], "--batch-size 0: "),
+    "zero lr": (["--model", "tiny-mistral", "--strategy", "ddp", "--lr", "0"], "--lr 0.0: "),
+    "images for a language model": (["--model", "tiny-mistral", "--strategy", "ddp", "--data", "{folder}"],
+                                    "trains on a JSON/JSONL instruction file"),
+    "compile through accelerate": (["--model", "tiny-mistral", "--strategy", "ddp", "--engine", "accelerate",
+                                    "--compile"], "--compile is only wired for --engine native"),
 }
 CPU_ONLY_CASES = {
     "accelerate on CPU": (["--model", "tiny-mistral", "--strategy", "fsdp", "--engine", "accelerate"], "GPUs only"),
@@ -26,7 +32,7 @@ CPU_ONLY_CASES = {
 def _check(args, expected, tmp_path, db_url):
     config = tmp_path / "config.json"
     config.write_text('{"hidden_size": 8}')
-    args = [a.replace("{config}", str(config)) for a in args]
+    args = [a.replace("{config}", str(config)).replace("{folder}", str(tmp_path)) for a in args]
     proc = wirewise("bench", "train", *args, "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")})
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -10,7 +10,7 @@ from jobs.train.flops import PEAK_ENV, mfu, peak_flops, train_flops_per_token
 @pytest.mark.parametrize(
     ("name", "tflops"),
     [("NVIDIA H200", 989), ("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756), ("NVIDIA H200 NVL", 835),
-     ("NVIDIA A100-SXM4-80GB", 312)],
+     ("NVIDIA A100-SXM4-80GB", 312), ("NVIDIA GH200 480GB", 989), ("NVIDIA GB200", 2500)],
 )
 def test_datasheet_peak_by_device_name(name, tflops, monkeypatch):
     monkeypatch.delenv(PEAK_ENV, raising=False)
@@ -20,8 +20,9 @@ def test_datasheet_peak_by_device_name(name, tflops, monkeypatch):
 
 def test_override_and_unknown_gpu(monkeypatch):
     monkeypatch.delenv(PEAK_ENV, raising=False)
-    peak, source = peak_flops("NVIDIA Tesla T4")
-    assert peak is None and PEAK_ENV in source
+    for unknown in ("NVIDIA Tesla T4", "NVIDIA RTX A1000"):  # whole model names: an A1000 is no A100
+        peak, source = peak_flops(unknown)
+        assert peak is None and PEAK_ENV in source, unknown
     assert mfu(1e15, 1.0, peak, 1) is None
     monkeypatch.setenv(PEAK_ENV, "789.2")
     peak, source = peak_flops("NVIDIA H200")

@@ -82,17 +82,6 @@ class StorageCounter:
         return total
 
 
-@dataclass(frozen=True)
-class StateBytes:
-    params: int
-    grads: int
-    optimizer: int
-
-    @property
-    def total(self) -> int:
-        return self.params + self.grads + self.optimizer
-
-
 class Strategy:
     """One training step in three parts, and what this rank holds. Subclasses wrap the model."""
 

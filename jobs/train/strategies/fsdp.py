@@ -7,10 +7,10 @@ gathered as bf16 and gradients reduced in fp32 (MixedPrecisionPolicy).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-from collections.abc import Iterator
 
 from jobs.train.models import transformer_layers
 from jobs.train.strategies.base import Setup, Strategy, make_adamw
