@@ -67,6 +67,17 @@ def choose_placement(gpus_text: str | None, nproc: int | None, backend: str | No
     return Placement(gpus, len(gpus) or nproc or default_ranks or 2, backend)
 
 
+def checked_topology_file(path: str | Path | None) -> str | None:
+    """--topology-file, read now so a missing or malformed file is a one-line error before any
+    rank starts; the task gets the absolute path (ranks may run from another folder)."""
+    if path is None:
+        return None
+    from orchestrator.topology import read_topology
+
+    read_topology(path)
+    return str(Path(path).resolve())
+
+
 def visible_gpu_count() -> int:
     """GPUs on this machine per NVML; 0 without a driver (no torch import)."""
     try:

@@ -90,9 +90,7 @@ def _task(params, gpus_text, nproc, backend, timeout, topology_file):
 
     if timeout <= 0:
         raise UserError(f"--timeout {timeout:g}: give a positive number of seconds")
-    if topology_file is not None and not topology_file.is_file():
-        raise UserError(f"--topology-file {str(topology_file)!r}: no such file")
-    from orchestrator.bench import choose_placement
+    from orchestrator.bench import checked_topology_file, choose_placement
 
     place = choose_placement(gpus_text, nproc, backend, default_ranks=None)
     return TaskSpec(
@@ -103,7 +101,7 @@ def _task(params, gpus_text, nproc, backend, timeout, topology_file):
         backend=place.backend,
         env=TRANSPORT_ENV[params.transport],
         timeout_s=timeout,
-        topology_file=str(topology_file) if topology_file else None,
+        topology_file=checked_topology_file(topology_file),
     )
 
 

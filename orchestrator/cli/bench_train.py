@@ -71,10 +71,8 @@ def build_spec(*, model, strategy, gpus, nproc, batch_size, seq_len, steps, warm
     from jobs.spec import TaskSpec
     from jobs.train.models import MODELS
     from jobs.train.params import TrainParams
-    from orchestrator.bench import choose_placement
+    from orchestrator.bench import checked_topology_file, choose_placement
 
-    if topology_file is not None and not Path(topology_file).is_file():
-        raise UserError(f"--topology-file {topology_file!r}: no such file")
     entry = MODELS.get(model)
     if seq_len is None and entry is not None and entry.kind == "causal-lm":
         seq_len = entry.default_seq_len  # explicit, so even a failed run's record says it
@@ -98,7 +96,7 @@ def build_spec(*, model, strategy, gpus, nproc, batch_size, seq_len, steps, warm
     return TaskSpec(
         workload="train", params=params.model_dump(exclude_none=True), gpus=place.gpus,
         nproc_per_node=place.ranks, backend=place.backend, timeout_s=timeout,
-        topology_file=str(Path(topology_file).resolve()) if topology_file else None, env=dict(RANK_ENV),
+        topology_file=checked_topology_file(topology_file), env=dict(RANK_ENV),
     )
 
 

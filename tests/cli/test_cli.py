@@ -50,3 +50,16 @@ def test_bad_database_url_is_one_line_exit_2(tmp_path):
         assert proc.returncode == 2, (url, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_bench_commands_read_the_topology_file_before_running(tmp_path):
+    """A malformed --topology-file stops both bench commands with one line and exit 2, before
+    any rank starts (no run folder is made), instead of a run without a fingerprint."""
+    bad = tmp_path / "topo.txt"
+    bad.write_text("not nvidia-smi output\n")
+    runs = tmp_path / "runs"
+    for command in (["collectives", "--backend", "gloo"], ["train", "--model", "tiny-mistral", "--strategy", "ddp"]):
+        proc = wirewise("bench", *command, "--topology-file", str(bad), cwd=tmp_path, env={"WIREWISE_RUNS": str(runs)})
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "no `nvidia-smi topo -m` matrix found" in proc.stderr
+    assert not runs.exists()
