@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import typer
+
+from orchestrator.cli.common import command_group
 
 from orchestrator.cli.bench_collectives import collectives
 from orchestrator.cli.bench_train import train
 
-app = typer.Typer(help="Run a benchmark now on this machine (ranks spawned locally) and store the results.", no_args_is_help=True)
+app = command_group("Run a benchmark here now and store it.\n\nRanks are spawned on this machine (GPUs pinned with CUDA_VISIBLE_DEVICES) through the same entry point Slurm tasks use.")
 app.command("collectives")(collectives)
 app.command("train")(train)

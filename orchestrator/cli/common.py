@@ -8,6 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
+def command_group(help: str, **settings) -> typer.Typer:
+    """A Typer app with wirewise's settings. Plain help text (as pip, uv and gh print it):
+    typer's rich help imports rich.markdown and friends, about half of `wirewise --help`'s time."""
+    return typer.Typer(
+        help=help, no_args_is_help=True, rich_markup_mode=None, add_completion=False,
+        context_settings={"help_option_names": ["-h", "--help"]}, **settings,
+    )
+
+
 DbOption = Annotated[
     str | None,
     typer.Option("--db", envvar="WIREWISE_DB", show_envvar=True, help="Database URL (default: the SQLite file ./wirewise.db)."),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from orchestrator.cli.common import DbOption, JsonOption, console, print_json
+from orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json
 
-app = typer.Typer(help="The results database: schema and contents.", no_args_is_help=True)
+app = command_group("The results database: schema and contents.")
 
 
 @app.command()

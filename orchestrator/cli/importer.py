@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import DbOption, JsonOption, print_json
+from orchestrator.cli.common import DbOption, JsonOption, command_group, print_json
 
-app = typer.Typer(help="Store results measured by other tools, in the same form as wirewise's own.", no_args_is_help=True)
+app = command_group("Store results of other tools (nccl-tests).\n\nImported rows have the same form as wirewise's own, marked with their source.")
 
 
 @app.command("nccl-tests")

@@ -12,14 +12,12 @@ import typer
 
 from orchestrator import __version__
 from orchestrator.cli import bench, db, importer, topo
+from orchestrator.cli.common import command_group
 
-app = typer.Typer(
+app = command_group(
+    "Measure GPU wiring, benchmark collectives and training strategies, and place jobs from the history.",
     name="wirewise",
-    help="Measure GPU wiring, benchmark collectives and training strategies, and place jobs from the history.",
-    no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(db.app, name="db")
 app.add_typer(topo.app, name="topo")

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import DbOption, JsonOption, console, err_console, print_json
+from orchestrator.cli.common import DbOption, JsonOption, command_group, console, err_console, print_json
 
-app = typer.Typer(help="GPU wiring: probe or read it, classify the fabric, fingerprint, store, emit Slurm config.", no_args_is_help=True)
+app = command_group("GPU wiring: show, save, list, Slurm config.\n\nProbe this node (NVML) or read a saved `nvidia-smi topo -m`, classify the fabric, fingerprint it, store it, and emit gres.conf lines.")
 
 FromFileOption = Annotated[
     str | None,
