@@ -1,4 +1,4 @@
-"""Alembic migrations for the wirewise store (applied by orchestrator.store.Store).
+"""Alembic migrations for the wirewise store (applied by wirewise.orchestrator.store.Store).
 
 HEAD names the newest revision in db/versions, so opening a current database costs one
 query instead of loading alembic; tests/store checks it against alembic's own view.

@@ -1,8 +1,8 @@
-"""Alembic environment: the URL comes from the Store, the models from orchestrator.store."""
+"""Alembic environment: the URL comes from the Store, the models from wirewise.orchestrator.store."""
 
 from alembic import context
 
-from orchestrator.store.models import Base
+from wirewise.orchestrator.store.models import Base
 
 config = context.config
 url = config.attributes.get("connection_url") or config.get_main_option("sqlalchemy.url")
@@ -17,9 +17,9 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     # Reuse the Store's engine set-up so SQLite gets its pragmas and BEGIN IMMEDIATE:
     # two processes migrating at once then take turns instead of failing.
-    from orchestrator.store.engine import _make_engine
+    from wirewise.orchestrator.store.engine import make_engine
 
-    engine = _make_engine(url)
+    engine = make_engine(url)
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
         with context.begin_transaction():

@@ -1,5 +1,5 @@
 """Workloads that run on compute nodes: rank launch, collectives, training.
 
 Importing this package imports nothing heavy; torch is imported by the rank
-processes (jobs.worker) and the workload modules they load.
+processes (wirewise.jobs.worker) and the workload modules they load.
 """

@@ -3,10 +3,10 @@
 Called the same way from every caller:
 - the local commands (`wirewise bench ...`): `run_task(spec, run_dir)` in-process;
 - a submitit task on Slurm: the same function, pickled;
-- a multi-node Slurm step: `srun --ntasks-per-node=1 python -m jobs.launch RUN_DIR` (one
+- a multi-node Slurm step: `srun --ntasks-per-node=1 python -m wirewise.jobs.launch RUN_DIR` (one
   supervisor per node; node rank, node count and the master address come from SLURM_*).
 
-Each rank is a `python -m jobs.worker` process in its own session, so a failed or hung run
+Each rank is a `python -m wirewise.jobs.worker` process in its own session, so a failed or hung run
 is ended whole (process group kill) within the timeout and leaves no orphans. Ranks write
 rank files; node 0's supervisor turns them into result records in one atomic `result.json`.
 """
@@ -21,23 +21,21 @@ import socket
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jobs.atomic import write_json_atomic
-from jobs.spec import TaskSpec
-from jobs.worker import rank_file
-from orchestrator.record.schema import ResultRecord
+from wirewise.atomic import write_json_atomic
+from wirewise.task import TaskSpec
+from wirewise.jobs.worker import rank_file
+from wirewise.jobs.records import build_records, gpu_pinning, node_topology
 
 RESULT_FILE = "result.json"
 FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
 POLL_S = 0.1
-RECORDED_ENV_PREFIXES = (
-    "NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED",
-)
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -65,9 +63,14 @@ class Layout:
         ).stdout.split()
         if len(nodes) != spec.nnodes:
             raise RuntimeError(f"Slurm gave {len(nodes)} nodes, the task asks for {spec.nnodes}")
-        # Every node derives the same port from the job id: no side channel needed.
-        port = 20000 + int(env.get("SLURM_JOB_ID", "0")) % 20000
-        return cls(int(env["SLURM_NODEID"]), spec.nnodes, nodes[0], port)
+        return cls(int(env["SLURM_NODEID"]), spec.nnodes, nodes[0], step_port(env))
+
+
+def step_port(env) -> int:
+    """The rendezvous port of a Slurm job step: every node of the step derives the same one
+    from the job and step ids (no side channel), and two steps of one job get different ones."""
+    step = f"{env.get('SLURM_JOB_ID', '0')}.{env.get('SLURM_STEP_ID', '0')}"
+    return 20000 + zlib.crc32(step.encode()) % 20000
 
 
 def _free_port() -> int:
@@ -98,25 +101,11 @@ def _rank_env(spec: TaskSpec, layout: Layout, local_rank: int) -> dict[str, str]
         MASTER_PORT=str(layout.master_port),
         PYTHONUNBUFFERED="1",
     )
-    env.update(_gpu_pinning(spec))
+    env.update(gpu_pinning(spec))
     if not spec.gpus:
         # Two ranks on two cores must not each start a thread per core.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // spec.nproc_per_node)))
     return env
-
-
-def _gpu_pinning(spec: TaskSpec) -> dict[str, str]:
-    """The GPUs every rank sees, numbered as nvidia-smi numbers them: CUDA's default order
-    (fastest first) differs from nvidia-smi's (PCI bus) on machines with mixed GPU models."""
-    if not spec.gpus:
-        return {"CUDA_VISIBLE_DEVICES": ""}
-    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, spec.gpus)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-
-
-def recorded_env(spec: TaskSpec) -> dict[str, str]:
-    """What the ranks ran with (not the supervisor's own CUDA_VISIBLE_DEVICES)."""
-    merged = {**os.environ, **spec.env, **_gpu_pinning(spec)}
-    return {k: v for k, v in sorted(merged.items()) if k.startswith(RECORDED_ENV_PREFIXES)}
 
 
 class RankGroup:
@@ -130,7 +119,9 @@ class RankGroup:
             rank = self.first_rank + local_rank
             log = open(run_dir / f"rank{rank}.log", "wb")
             self.procs[rank] = subprocess.Popen(
-                [sys.executable, "-m", "jobs.worker", str(run_dir)],
+                # -P: the folder a user runs wirewise from is not on the ranks' import path, so
+                # a stray jobs/ or wirewise/ there cannot stand in for wirewise's own code.
+                [sys.executable, "-P", "-m", "wirewise.jobs.worker", str(run_dir)],
                 env=_rank_env(spec, layout, local_rank),
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -254,62 +245,6 @@ def _ended_with(rank: int, code: int) -> str:
     return f"rank {rank} ended with {f'signal {-code}' if code < 0 else f'exit code {code}'}"
 
 
-def _node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
-    """This node's wiring for the fingerprint; (None, why) on a CPU-only run or a failed probe."""
-    if not spec.topology_file and not spec.gpus:
-        return None, None
-    from orchestrator.errors import UserError
-    from orchestrator.topology import read_topology
-
-    try:
-        return read_topology(spec.topology_file), None
-    except UserError as exc:
-        return None, str(exc)
-
-
-def _records(spec, files, status, error, topo, topo_error, node, started, ended) -> list[ResultRecord]:
-    """The task's records; each says its backend, and why the probe failed where it did."""
-    records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
-    for record in records:
-        record.extra["backend"] = spec.backend
-        if topo_error:
-            record.extra["topology_error"] = topo_error
-    return records
-
-
-def _records_of_outcome(spec, files, status, error, topo, node, started, ended) -> list[ResultRecord]:
-    main = files.get(0, {})
-    base = dict(
-        task_id=spec.task_id,
-        campaign=spec.campaign,
-        workload=spec.workload,
-        params=spec.params,
-        node=node,
-        gpus=spec.gpus,
-        gpu_count=len(spec.gpus) * spec.nnodes,
-        fingerprint=topo.fingerprint if topo else None,
-        fabric=topo.fabric if topo else None,
-        versions=main.get("versions") or next((f["versions"] for f in files.values() if f.get("versions")), {}),
-        env=recorded_env(spec),
-        started_at=started,
-        ended_at=ended,
-        world_size=spec.world_size,
-    )
-    if status == "ok":
-        return [ResultRecord(**{**base, **row}) for row in main.get("rows", [])]
-    # A failed task still leaves one record: what was asked, how it ended, memory at the time.
-    asked = {k: v for k, v in spec.params.items() if k in ResultRecord.model_fields and k not in base}
-    memory = {str(r): f["memory"] for r, f in sorted(files.items()) if f.get("memory")}
-    peaks = [m.get("cuda_peak_allocated_bytes", m["host_peak_rss_bytes"]) for m in memory.values()]
-    notes = {str(r): f["notes"] for r, f in sorted(files.items()) if f.get("notes")}
-    return [
-        ResultRecord(
-            **base, **asked, status=status, error=error, peak_mem_bytes=peaks or None,
-            extra={"memory_at_failure": memory, "notes": notes},
-        )
-    ]
-
-
 def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None = None) -> Path:
     """Run this node's share of the task; node 0 returns the path of the written result file."""
     run_dir = Path(run_dir)
@@ -318,8 +253,8 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
     layout = Layout.detect(spec)
     if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
         write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
-    topo, topo_error = _node_topology(spec)
-    from orchestrator.topology import node_name
+    topo, topo_error = node_topology(spec)
+    from wirewise.topology import node_name
 
     node = node_name(topo, spec.node)
 
@@ -336,7 +271,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
 
     result_path = run_dir / RESULT_FILE
     if layout.node_rank == 0:
-        records = _records(spec, files, status, error, topo, topo_error, node, started, ended)
+        records = build_records(spec, files, status, error, topo, topo_error, node, started, ended)
         write_json_atomic(
             result_path,
             {
@@ -349,14 +284,22 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
 
 
 def _install_sigterm():
-    """scancel sends SIGTERM: stop the ranks and still write the result (as cancelled)."""
+    """scancel sends SIGTERM: stop the ranks and still write the result (as cancelled).
+
+    Cooperates with whoever handled SIGTERM before (submitit logs and bypasses it, and decides
+    on preemption and timeout from its own USR2 handler, which is left alone): their handler
+    still runs, after ours has asked the supervisor to stop."""
     if not _in_main_thread():
         return None
+    previous = signal.getsignal(signal.SIGTERM)
 
-    def _raise(_sig, _frame):
+    def _cancel(sig, frame):
+        if callable(previous):
+            previous(sig, frame)
         raise Cancelled()
 
-    return signal.signal(signal.SIGTERM, _raise)
+    signal.signal(signal.SIGTERM, _cancel)
+    return previous
 
 
 def _in_main_thread() -> bool:
@@ -366,7 +309,7 @@ def _in_main_thread() -> bool:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m jobs.launch RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
+    """`python -m wirewise.jobs.launch RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
     run_dir = Path(argv[1])
     spec = TaskSpec.model_validate_json((run_dir / "spec.json").read_text())
     path = run_task(spec, run_dir)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs.spec import TaskSpec
+from wirewise.task import TaskSpec
 
 
 @dataclass
@@ -19,7 +19,7 @@ class RankContext:
     world_size: int
     local_rank: int
     local_world_size: int
-    device: Any = None  # torch.device, set by jobs.worker once torch is imported
+    device: Any = None  # torch.device, set by wirewise.jobs.worker once torch is imported
     notes: dict[str, Any] = field(default_factory=dict)  # figures a workload leaves for a failure record
 
     @classmethod

@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import platform
-from importlib import metadata
 
-
-def _dist_version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
+from wirewise.versions import decode_nccl_version, dist_version, wirewise_version
 
 
 def software_versions() -> dict[str, str | None]:
@@ -23,14 +17,14 @@ def software_versions() -> dict[str, str | None]:
         "cuda": torch.version.cuda,
         "nccl": None,
         "driver": None,
-        "deepspeed": _dist_version("deepspeed"),
-        "transformers": _dist_version("transformers"),
-        "accelerate": _dist_version("accelerate"),
-        "wirewise": _dist_version("wirewise"),
+        "deepspeed": dist_version("deepspeed"),
+        "transformers": dist_version("transformers"),
+        "accelerate": dist_version("accelerate"),
+        "wirewise": wirewise_version(),
     }
     if torch.cuda.is_available():
         nccl = torch.cuda.nccl.version()
-        versions["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)
+        versions["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else decode_nccl_version(nccl)
         try:
             import pynvml
 

@@ -1,4 +1,4 @@
-"""One rank: `python -m jobs.worker RUN_DIR`, started by jobs.launch with RANK etc. in the env.
+"""One rank: `python -m wirewise.jobs.worker RUN_DIR`, started by wirewise.jobs.launch with RANK etc. in the env.
 
 It joins the process group, runs the workload's `run_rank(params, ctx)`, and writes
 `rank<N>.json` atomically whatever happens. Only the supervisor turns rank files into
@@ -7,17 +7,17 @@ result records; ranks never touch the database.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from jobs.atomic import write_json_atomic
-from jobs.failures import describe_failure
-from jobs.rank import RankContext
-from jobs.spec import WORKLOADS, TaskSpec
+from wirewise.atomic import write_json_atomic
+from wirewise.jobs.failures import describe_failure
+from wirewise.jobs.rank import RankContext
+from wirewise import registry
+from wirewise.task import TaskSpec
 
 EXIT_OK, EXIT_FAILED = 0, 3
 
@@ -27,8 +27,7 @@ def rank_file(run_dir: Path, rank: int) -> Path:
 
 
 def _load_workload(name: str):
-    module, func = WORKLOADS[name].split(":")
-    return getattr(importlib.import_module(module), func)
+    return registry.load(registry.WORKLOADS[name])
 
 
 def _select_device(ctx: RankContext):
@@ -69,7 +68,7 @@ def run(run_dir: Path) -> int:
     outcome: dict[str, Any] = {"rank": ctx.rank, "status": "ok", "rows": [], "error": None}
     clean = False
     try:
-        from jobs.versions import software_versions
+        from wirewise.jobs.versions import software_versions
 
         ctx.device = _select_device(ctx)
         outcome["versions"] = software_versions()

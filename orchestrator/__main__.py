@@ -1,5 +1,5 @@
-"""`python -m orchestrator` = the `wirewise` command (where the console script is not installed)."""
+"""`python -m wirewise.orchestrator` = the `wirewise` command (where the console script is not installed)."""
 
-from orchestrator.cli.main import run
+from wirewise.orchestrator.cli.main import run
 
 run()

@@ -2,8 +2,8 @@
 
 - `params`: what a sweep asks for (pydantic, no torch), shared by the CLI and the ranks;
 - `ops`: one small descriptor per collective (sizes, bus-bandwidth factor, data, the call);
-- `loop`: the one timing and checking loop, `run_rank(params, ctx)`, run by jobs.worker.
+- `loop`: the one timing and checking loop, `run_rank(params, ctx)`, run by wirewise.jobs.worker.
 
 Every caller (the local command, a submitit task, a Slurm step) runs it through
-jobs.launch.run_task; nothing here knows how ranks were started.
+wirewise.jobs.launch.run_task; nothing here knows how ranks were started.
 """

@@ -1,7 +1,7 @@
 """The one timing and checking loop, after nccl-tests' src/common.cu, through torch.distributed.
 
 For every op and every size of the sweep, on every rank:
-1. buffers filled with known values (jobs.collectives.data), then `warmup` untimed calls;
+1. buffers filled with known values (wirewise.jobs.collectives.data), then `warmup` untimed calls;
 2. `iters` calls back to back, timed after a barrier so the ranks start together: CUDA
    events around the batch on a GPU (the device's clock, no host jitter), time.perf_counter
    on CPU (gloo calls return when done);
@@ -20,10 +20,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from jobs.collectives.data import Values
-from jobs.collectives.ops import OPS, Collective, Geometry
-from jobs.collectives.params import CollectiveParams, human_bytes
-from jobs.rank import RankContext
+from wirewise.jobs.collectives.data import Values
+from wirewise.jobs.collectives.ops import OPS, Collective, Geometry
+from wirewise.workloads.collective import CollectiveParams, human_bytes
+from wirewise.jobs.rank import RankContext
 
 
 def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from jobs.train.models import check_data_kind
+from wirewise.models import check_data_kind
 
 SYNTHETIC_POOL = 1  # distinct batches per rank, cycled
 DATASET_POOL = 8

@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import re
 
-from orchestrator.topology.hardware import normalize_model
+from wirewise.topology.hardware import normalize_model
 
 PEAK_ENV = "WIREWISE_PEAK_TFLOPS"
 
 # Dense bf16 TFLOP/s by datasheet; the first model name found, as whole words, in the device name
-# (normalised as orchestrator.topology.hardware does) wins, so an RTX A1000 is not taken for an A100.
+# (normalised as wirewise.topology.hardware does) wins, so an RTX A1000 is not taken for an A100.
 DATASHEET_BF16_TFLOPS = (
     ("GH200", 989.0),
     ("H200 NVL", 835.0),

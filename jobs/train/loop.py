@@ -1,12 +1,12 @@
 """The training benchmark: one loop for every strategy, like nccl-tests has one loop for every op.
 
-On every rank (jobs.worker calls `run_rank`): build the model and its batches, wrap them by
+On every rank (wirewise.jobs.worker calls `run_rank`): build the model and its batches, wrap them by
 strategy, run warmup steps (untimed; the last one also takes the inventory of what this rank
 holds), then the timed steady-state steps with a device sync around each. Rank 0 gathers the
 per-rank figures and returns one row of ResultRecord fields; the rest goes to `extra`.
 
 A failure anywhere (CUDA out-of-memory, MemoryError, anything else) propagates to
-jobs.worker, which records it with the memory figures of the moment; `ctx.notes` says how
+wirewise.jobs.worker, which records it with the memory figures of the moment; `ctx.notes` says how
 far the run got.
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from jobs.failures import memory_now
-from jobs.train.data import dataset_classes, make_batches
-from jobs.train.flops import datasheet_flops, mfu, peak_flops, train_flops_per_token
-from jobs.train.models import build_model
-from jobs.train.params import TrainParams
-from jobs.train.strategies import Setup, Strategy, make_strategy
+from wirewise.jobs.failures import memory_now
+from wirewise.jobs.train.data import dataset_classes, make_batches
+from wirewise.jobs.train.flops import datasheet_flops, mfu, peak_flops, train_flops_per_token
+from wirewise.jobs.train.models import build_model
+from wirewise.workloads.train import TrainParams
+from wirewise.jobs.train.strategies import Setup, Strategy, make_strategy
 
 GIB = 2**30
 
@@ -168,8 +168,8 @@ def _reset_peak_memory(device) -> int | None:
 
 
 def _training_peaks(device) -> dict[str, int | None]:
-    """jobs.failures.memory_now's figures under this record's names; the peak is the allocator's
-    on a GPU and the process RSS on a CPU, as in the record of a failed run (jobs.launch)."""
+    """wirewise.jobs.failures.memory_now's figures under this record's names; the peak is the allocator's
+    on a GPU and the process RSS on a CPU, as in the record of a failed run (wirewise.jobs.launch)."""
     now = memory_now(device)
     rss = now["host_peak_rss_bytes"]
     return {
@@ -241,7 +241,7 @@ def _row(params, built, seq_len, batches, strategy, run, ranks, world_size, sett
 
 
 def _release(strategy: Strategy, device) -> None:
-    """Drop model, optimizer and engine before jobs.worker's barrier and destroy: DDP ranks can
+    """Drop model, optimizer and engine before wirewise.jobs.worker's barrier and destroy: DDP ranks can
     abort at exit while their reducer still lives (REFERENCE.md)."""
     strategy.close()
     gc.collect()

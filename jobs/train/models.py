@@ -1,105 +1,17 @@
-"""Models the training benchmark builds: transformers configs with random weights, no download.
+"""Build the registry's models (wirewise.models) with random weights, directly on the device.
 
-The registry is plain data so the CLI can list and check names without importing torch;
-transformers is imported only when a rank builds a model. A local config file
-(config.json-like) or model folder (with a config.json) works too; its weights are not
-loaded: the benchmark measures speed and memory, which random weights share.
+transformers is imported only here, on the ranks. Nothing is downloaded: the benchmark
+measures speed and memory, which random weights share with trained ones.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-Kind = Literal["causal-lm", "image-classification"]
-
-FOOD101_CLASSES = 101
-DEFAULT_SEQ_LEN = 512
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    family: str  # transformers model_type
-    kind: Kind
-    config: dict[str, Any]
-    about: str
-    default_seq_len: int = DEFAULT_SEQ_LEN  # causal LMs only
-    layer_classes: tuple[str, ...] = field(default=())  # transformer blocks: FSDP wraps each
-
-
-_MISTRAL_7B = dict(  # mistralai/Mistral-7B-v0.1
-    vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-    num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=32768, sliding_window=4096,
-    rms_norm_eps=1e-5, tie_word_embeddings=False,
-)
-_DINOV2_HEAD = dict(image_size=224, patch_size=14, num_labels=FOOD101_CLASSES)  # 224 px: 16 x 16 patches
-
-MODELS: dict[str, ModelEntry] = {
-    "mistral-7b": ModelEntry("mistral", "causal-lm", _MISTRAL_7B, "Mistral-7B-v0.1 shape, 7.24B params", 2048),
-    "mistral-1b": ModelEntry(
-        "mistral", "causal-lm",
-        {**_MISTRAL_7B, "hidden_size": 2048, "intermediate_size": 7168, "num_hidden_layers": 16,
-         "num_attention_heads": 16, "num_key_value_heads": 8},
-        "Mistral-style, hidden 2048, 16 layers, 1.04B params (the plain-loop MFU comparison)", 2048,
-    ),
-    "tiny-mistral": ModelEntry(
-        "mistral", "causal-lm",
-        dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=512, sliding_window=None, tie_word_embeddings=False),
-        "2-layer Mistral for CPU tests", 32,
-    ),
-    "dinov2-base": ModelEntry(
-        "dinov2", "image-classification",
-        dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, mlp_ratio=4, **_DINOV2_HEAD),
-        "DINOv2-base backbone + linear head, 101 classes, 224 px (86M + head)",
-    ),
-    "dinov2-large": ModelEntry(
-        "dinov2", "image-classification",
-        dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, mlp_ratio=4, **_DINOV2_HEAD),
-        "DINOv2-large backbone + linear head, 101 classes, 224 px (304M + head)",
-    ),
-    "tiny-dinov2": ModelEntry(
-        "dinov2", "image-classification",
-        dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, image_size=56, patch_size=14,
-             num_labels=FOOD101_CLASSES),
-        "2-layer DINOv2 on 56 px images for CPU tests",
-    ),
-}
-
-
-def local_config_path(name: str) -> Path | None:
-    """The config.json a model argument points to, or None when it is not a local path."""
-    path = Path(name).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        return path / "config.json"
-    if path.is_file():
-        return path
-    return None
-
-
-def check_model_name(name: str) -> None:
-    """Raise ValueError with a one-line reason unless `name` is a registry name or a usable config."""
-    if name in MODELS:
-        return
-    path = local_config_path(name)
-    if path is None:
-        raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODELS)}, or a config file / model folder")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"model config {str(path)!r} is not readable JSON: {exc}") from None
-    if not isinstance(doc, dict) or "model_type" not in doc:
-        raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
-
-
-def check_data_kind(data: str | None, kind: Kind) -> None:
-    """Raise ValueError unless `data` suits a `kind` model: a folder of images for a classifier,
-    an instruction file for a language model (None, synthetic batches, suits both)."""
-    if data is not None and Path(data).is_dir() == (kind == "causal-lm"):
-        wanted = "a JSON/JSONL instruction file" if kind == "causal-lm" else "an image folder"
-        raise ValueError(f"--data {data!r}: a {kind} model trains on {wanted}")
+from wirewise.models import DEFAULT_SEQ_LEN, FOOD101_CLASSES, MODELS, Kind, local_config_path
 
 
 @dataclass

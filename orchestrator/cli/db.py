@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json
 
 app = command_group("The results database: schema and contents.")
 
@@ -12,8 +12,8 @@ app = command_group("The results database: schema and contents.")
 @app.command()
 def info(db: DbOption = None, json: JsonOption = False) -> None:
     """Show the database URL, schema revision and row counts (creates the database if missing)."""
-    from db import HEAD
-    from orchestrator.store import Store
+    from wirewise.orchestrator.store import HEAD
+    from wirewise.orchestrator.store import Store
 
     store = Store(db)
     info = {"url": store.safe_url, "revision": store.current_revision(), "head": HEAD, "rows": store.row_counts()}
@@ -33,7 +33,7 @@ def info(db: DbOption = None, json: JsonOption = False) -> None:
 @app.command()
 def upgrade(db: DbOption = None) -> None:
     """Apply pending schema migrations (also done automatically on first use)."""
-    from orchestrator.store import Store
+    from wirewise.orchestrator.store import Store
 
     store = Store(db, migrate=False)
     before = store.current_revision()

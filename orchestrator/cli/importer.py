@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import DbOption, JsonOption, command_group, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json
 
 app = command_group("Store results of other tools (nccl-tests).\n\nImported rows have the same form as wirewise's own, marked with their source.")
 
@@ -22,8 +22,8 @@ def nccl_tests(
     json: JsonOption = False,
 ) -> None:
     """Store an nccl-tests log as collective results marked source=nccl-tests (importing it again adds nothing)."""
-    from orchestrator.record.nccl_tests import read_log_file
-    from orchestrator.store import Store
+    from wirewise.orchestrator.record.nccl_tests import read_log_file
+    from wirewise.orchestrator.store import Store
 
     imported = read_log_file(log, op=op, node=node, topology_file=topology_file)
     store = Store(db)  # opened only once the input is known to be good

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from orchestrator import __version__
-from orchestrator.cli import bench, db, importer, topo
-from orchestrator.cli.common import command_group
+from wirewise import __version__
+from wirewise.orchestrator.cli import bench, db, importer, topo
+from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
     "Measure GPU wiring, benchmark collectives and training strategies, and place jobs from the history.",
@@ -44,7 +44,7 @@ def run() -> None:
     """Console script: bad input becomes one line on stderr and exit code 2."""
     import sys
 
-    from orchestrator.errors import UserError
+    from wirewise.errors import UserError
 
     try:
         app()

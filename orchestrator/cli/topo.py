@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import DbOption, JsonOption, command_group, console, err_console, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, err_console, print_json
 
 app = command_group("GPU wiring: show, save, list, Slurm config.\n\nProbe this node (NVML) or read a saved `nvidia-smi topo -m`, classify the fabric, fingerprint it, store it, and emit gres.conf lines.")
 
@@ -28,7 +28,7 @@ NVLINK_STYLES = ("green4", "green3", "bold bright_green")
 @app.command()
 def show(from_file: FromFileOption = None, json: JsonOption = False) -> None:
     """The pair matrix coloured by link class, the NVLink groups, the fabric class and the fingerprint."""
-    from orchestrator.topology import read_topology
+    from wirewise.topology import read_topology
 
     topo = read_topology(from_file)
     notes = topo.details.get("notes") or []
@@ -50,8 +50,9 @@ def show(from_file: FromFileOption = None, json: JsonOption = False) -> None:
 @app.command()
 def save(from_file: FromFileOption = None, node: NodeOption = None, db: DbOption = None, json: JsonOption = False) -> None:
     """Store this node and its topology (saving the same one again adds nothing)."""
-    from orchestrator.store import Store
-    from orchestrator.topology import node_name as name_of, read_topology, save_topology
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.topology import save_topology
+    from wirewise.topology import node_name as name_of, read_topology
 
     topo = read_topology(from_file)
     store = Store(db)
@@ -67,8 +68,8 @@ def save(from_file: FromFileOption = None, node: NodeOption = None, db: DbOption
 @app.command("list")
 def list_(db: DbOption = None, json: JsonOption = False) -> None:
     """Stored nodes with their fabric class and fingerprint."""
-    from orchestrator.store import Store
-    from orchestrator.topology import list_topologies
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.topology import list_topologies
 
     rows = list_topologies(Store(db))
     if json:
@@ -94,7 +95,8 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
 def slurm(from_file: FromFileOption = None, node: NodeOption = None) -> None:
     """gres.conf lines (one per GPU, Links= from NVLink counts, Cores= from CPU affinity) and a
     slurm.conf Features= suggestion naming the fabric, for `--constraint`."""
-    from orchestrator.topology import gres_conf, node_name, read_topology
+    from wirewise.orchestrator.slurm.gres import gres_conf
+    from wirewise.topology import node_name, read_topology
 
     topo = read_topology(from_file)
     typer.echo(gres_conf(topo, node_name(topo, node)), nl=False)

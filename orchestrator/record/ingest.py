@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from orchestrator.record.schema import ResultRecord
-from orchestrator.store import Store
-from orchestrator.store.models import Result
+from wirewise.record import ResultRecord
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.models import ResultRow
 
 
 def _insert_ignoring_duplicates(session, rows: list[dict]) -> int:
@@ -20,9 +20,9 @@ def _insert_ignoring_duplicates(session, rows: list[dict]) -> int:
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(Result).values(rows).on_conflict_do_nothing(index_elements=["record_id"])
+    stmt = insert(ResultRow).values(rows).on_conflict_do_nothing(index_elements=["record_id"])
     # Count through RETURNING: PostgreSQL reports rowcount -1 for a multi-row insert.
-    return len(session.execute(stmt.returning(Result.record_id)).all())
+    return len(session.execute(stmt.returning(ResultRow.record_id)).all())
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
@@ -33,22 +33,22 @@ def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
 
 
 def store_measurement(store: Store, records: list[ResultRecord], topology=None, node: str | None = None) -> int:
-    """Save the wiring the records were measured on (a NodeTopology, when known) under `node`
+    """Save the wiring the records were measured on (a Topology, when known) under `node`
     (default: the records' node), then the records; returns how many records were new."""
     if topology is not None:
-        from orchestrator.topology import save_topology
+        from wirewise.orchestrator.store.topology import save_topology
 
         save_topology(store, topology, node or (records[0].node if records else None))
     return store_records(store, records)
 
 
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:
-    """A task's result.json (jobs.launch): returns (records, how many were new)."""
+    """A task's result.json (wirewise.jobs.launch): returns (records, how many were new)."""
     doc = json.loads(Path(path).read_text())
     records = [ResultRecord.model_validate(r) for r in doc["records"]]
     topology = None
     if doc.get("topology"):
-        from orchestrator.topology import NodeTopology
+        from wirewise.topology import Topology
 
-        topology = NodeTopology.model_validate(doc["topology"])
+        topology = Topology.model_validate(doc["topology"])
     return records, store_measurement(store, records, topology)

@@ -32,12 +32,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.errors import UserError
-from orchestrator.record.schema import ResultRecord
+from wirewise.errors import UserError
+from wirewise.record import ResultRecord
 
 if TYPE_CHECKING:
-    from orchestrator.store import Store
-    from orchestrator.topology import NodeTopology
+    from wirewise.orchestrator.store import Store
+    from wirewise.topology import Topology
 
 # nccl-tests binary (without _perf) -> wirewise op name where they differ.
 OP_FROM_TEST = {"alltoall": "all_to_all"}
@@ -267,7 +267,7 @@ def log_records(
     *,
     op: str | None = None,
     node: str | None = None,
-    topology: NodeTopology | None = None,
+    topology: Topology | None = None,
     logged_at: datetime | None = None,
 ) -> list[ResultRecord]:
     """Every stored row of the log as records (two per size: out of place and in place).
@@ -279,7 +279,7 @@ def log_records(
 
 def _records(
     sections: list[Section], text: str, file_name: str, op: str | None, node: str | None,
-    topology: NodeTopology | None, logged_at: datetime | None,
+    topology: Topology | None, logged_at: datetime | None,
 ) -> list[ResultRecord]:
     if not sections:
         raise UserError(f"{file_name}: no nccl-tests result rows found (is this the stdout of an *_perf run?)")
@@ -365,12 +365,12 @@ class LogImport:
 
     file: Path
     node: str | None
-    topology: NodeTopology | None
+    topology: Topology | None
     records: list[ResultRecord]
 
     def store(self, store: Store) -> int:
         """Save the node's wiring (when given) and the records; returns how many records were new."""
-        from orchestrator.record.ingest import store_measurement
+        from wirewise.orchestrator.record.ingest import store_measurement
 
         return store_measurement(store, self.records, self.topology, self.node)
 
@@ -401,7 +401,7 @@ def read_log_file(
     if topology_file is not None:
         if node is None:
             raise UserError("the log names no host: give --node with --topology-file, so the wiring is stored for a node")
-        from orchestrator.topology import read_topology
+        from wirewise.topology import read_topology
 
         topology = read_topology(topology_file)
     logged_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
@@ -419,7 +419,7 @@ def _read_text(path: Path) -> str:
         raise UserError(f"{str(path)!r}: cannot read it ({exc.strerror})") from None
 
 
-def _check_gpus_fit(records: list[ResultRecord], topology: NodeTopology | None, topology_file: Path | None) -> None:
+def _check_gpus_fit(records: list[ResultRecord], topology: Topology | None, topology_file: Path | None) -> None:
     """A log that used GPU 7 cannot have run on a node whose topology has 4 GPUs."""
     if topology is None:
         return

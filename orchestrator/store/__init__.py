@@ -1,5 +1,5 @@
 """The results database: typed models, engine set-up and migrations."""
 
-from orchestrator.store.engine import DEFAULT_URL, Store, resolve_url
+from wirewise.orchestrator.store.engine import DEFAULT_URL, HEAD, Store, resolve_url
 
-__all__ = ["DEFAULT_URL", "Store", "resolve_url"]
+__all__ = ["DEFAULT_URL", "HEAD", "Store", "resolve_url"]

@@ -18,11 +18,12 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from db import HEAD
-from orchestrator.errors import UserError
+import wirewise.db
+from wirewise.db import HEAD
+from wirewise.errors import UserError
 
 DEFAULT_URL = "sqlite:///wirewise.db"
-MIGRATIONS = Path(__file__).resolve().parents[2] / "db"
+MIGRATIONS = Path(wirewise.db.__file__).parent
 SQLITE_BUSY_TIMEOUT_S = 60
 
 
@@ -31,7 +32,9 @@ def resolve_url(url: str | None) -> str:
     return url or os.environ.get("WIREWISE_DB") or DEFAULT_URL
 
 
-def _make_engine(url: str) -> Engine:
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite gets WAL, a busy timeout and BEGIN IMMEDIATE (the module's
+    docstring says why). alembic's env (wirewise.db.env) uses it too."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -71,7 +74,7 @@ class Store:
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = resolve_url(url)
-        self.engine = _make_engine(self.url)
+        self.engine = make_engine(self.url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if migrate:
             self.upgrade()
@@ -115,7 +118,7 @@ class Store:
             yield session
 
     def row_counts(self) -> dict[str, int]:
-        from orchestrator.store.models import Base
+        from wirewise.orchestrator.store.models import Base
 
         with self.session() as s:
             return {

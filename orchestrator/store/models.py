@@ -31,8 +31,8 @@ class Base(DeclarativeBase):
     }
 
 
-class Node(Base):
-    """A host, by name. Its wiring lives in Topology, linked through NodeTopology."""
+class NodeRow(Base):
+    """A host, by name. Its wiring lives in TopologyRow, linked through NodeTopologyRow."""
 
     __tablename__ = "nodes"
 
@@ -40,10 +40,10 @@ class Node(Base):
     name: Mapped[str] = mapped_column(String(255), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
-    observations: Mapped[list[NodeTopology]] = relationship(back_populates="node")
+    observations: Mapped[list[NodeTopologyRow]] = relationship(back_populates="node")
 
 
-class Topology(Base):
+class TopologyRow(Base):
     """One wiring. Same wiring on many nodes (or renumbered) = one row."""
 
     __tablename__ = "topologies"
@@ -54,14 +54,14 @@ class Topology(Base):
     switched: Mapped[bool | None]
     gpu_count: Mapped[int]
     gpu_model: Mapped[str | None] = mapped_column(String(128))
-    parsed: Mapped[dict[str, Any]]  # the topology object of DESIGN.md; per-node links and paths live in NodeTopology.details
+    parsed: Mapped[dict[str, Any]]  # the topology object of DESIGN.md; per-node links and paths live in NodeTopologyRow.details
     raw_text: Mapped[str | None] = mapped_column(Text)  # `nvidia-smi topo -m` as read
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
-    observations: Mapped[list[NodeTopology]] = relationship(back_populates="topology")
+    observations: Mapped[list[NodeTopologyRow]] = relationship(back_populates="topology")
 
 
-class NodeTopology(Base):
+class NodeTopologyRow(Base):
     """A node seen with a topology; what is not part of the fingerprint lives here."""
 
     __tablename__ = "node_topologies"
@@ -74,11 +74,11 @@ class NodeTopology(Base):
     first_seen: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(default=utcnow)
 
-    node: Mapped[Node] = relationship(back_populates="observations")
-    topology: Mapped[Topology] = relationship(back_populates="observations")
+    node: Mapped[NodeRow] = relationship(back_populates="observations")
+    topology: Mapped[TopologyRow] = relationship(back_populates="observations")
 
 
-class Campaign(Base):
+class CampaignRow(Base):
     __tablename__ = "campaigns"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -86,10 +86,10 @@ class Campaign(Base):
     spec: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
-    tasks: Mapped[list[Task]] = relationship(back_populates="campaign")
+    tasks: Mapped[list[TaskRow]] = relationship(back_populates="campaign")
 
 
-class Task(Base):
+class TaskRow(Base):
     """One unit of a campaign: a workload on exact GPUs, tracked through Slurm."""
 
     __tablename__ = "tasks"
@@ -108,11 +108,11 @@ class Task(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
-    campaign: Mapped[Campaign | None] = relationship(back_populates="tasks")
+    campaign: Mapped[CampaignRow | None] = relationship(back_populates="tasks")
 
 
-class Result(Base):
-    """One measurement; columns are the fields of orchestrator.record.schema.ResultRecord."""
+class ResultRow(Base):
+    """One measurement; columns are the fields of wirewise.record.ResultRecord."""
 
     __tablename__ = "results"
     __table_args__ = (

@@ -11,9 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's tests/ package
 
-from orchestrator.topology.classify import classify  # noqa: E402
-from orchestrator.topology.fingerprint import fingerprint  # noqa: E402
-from orchestrator.topology.parse import parse_topo_text  # noqa: E402
+from wirewise.topology.classify import classify  # noqa: E402
+from wirewise.topology.fingerprint import fingerprint  # noqa: E402
+from wirewise.topology.parse import parse_topo_text  # noqa: E402
 from tests.topology.common import fixture_text, matrix  # noqa: E402
 
 RUNS = 15

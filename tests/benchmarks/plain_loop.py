@@ -1,7 +1,7 @@
 """A minimal plain-PyTorch training loop: the yardstick for `wirewise bench train` on one GPU.
 
 No wrapper, no framework: the registry's model built as wirewise builds it
-(jobs.train.models.build_model: transformers, random weights, sdpa), synthetic token ids, `model(input_ids, labels).loss`, backward, fused torch AdamW.
+(wirewise.jobs.train.models.build_model: transformers, random weights, sdpa), synthetic token ids, `model(input_ids, labels).loss`, backward, fused torch AdamW.
 The precision regimes match wirewise's: `bf16-mixed` is bf16 autocast over fp32 weights,
 `bf16` is bf16 weights. Each step is timed between device syncs after the warmup steps, the
 same way the wirewise loop times it, and MFU uses the same 6 x params x tokens formula.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's j
 
 import torch  # noqa: E402
 
-from jobs.train.models import MODELS, build_model  # noqa: E402  (the same model wirewise builds)
+from wirewise.jobs.train.models import MODELS, build_model  # noqa: E402  (the same model wirewise builds)
 
 
 def measure_matmul_tflops(size: int = 8192, warmup: int = 3, iters: int = 10) -> float:

@@ -10,7 +10,7 @@ from tests.conftest import wirewise
 
 
 def test_cli_module_does_not_import_torch():
-    code = "import sys, orchestrator.cli.main; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'deepspeed', 'transformers', 'accelerate'))))"
+    code = "import sys, wirewise.orchestrator.cli.main; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'deepspeed', 'transformers', 'accelerate'))))"
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
 

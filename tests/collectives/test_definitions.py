@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from jobs.collectives.params import OP_NAMES, CollectiveParams, parse_size, sweep_sizes
+from wirewise.workloads.collective import OP_NAMES, CollectiveParams, parse_size, sweep_sizes
 
 
 def test_every_op_name_has_a_descriptor():
-    from jobs.collectives.ops import OPS
+    from wirewise.jobs.collectives.ops import OPS
 
     assert tuple(OPS) == OP_NAMES
 
@@ -46,14 +46,14 @@ def test_params_validate_and_normalise():
 def test_all_gather_counts_match_the_old_nccl_tests_log():
     """8 ranks, float: nccl-tests rounds each rank's chunk down to whole 16-byte lines, so
     4..64 B print as 0 and 128 B as count 4 (tests/fixtures/nccl-tests, the Polaris log)."""
-    from jobs.collectives.ops import OPS
+    from wirewise.jobs.collectives.ops import OPS
 
     geometry = [OPS["all_gather"].geometry(size, 8, 4) for size in (4, 8, 16, 32, 64, 128, 1024**3)]
     assert [(g.nbytes, g.count) for g in geometry] == [(0, 0)] * 5 + [(128, 4), (1073741824, 33554432)]
 
 
 def test_counts_per_op_at_three_ranks():
-    from jobs.collectives.ops import OPS
+    from wirewise.jobs.collectives.ops import OPS
 
     # all_reduce/broadcast: the whole buffer; chunked ops: per rank (per peer for all_to_all).
     assert OPS["all_reduce"].geometry(1000, 3, 4) == OPS["broadcast"].geometry(1000, 3, 4)
@@ -71,7 +71,7 @@ def test_counts_per_op_at_three_ranks():
     [(1, 0.0, 0.0, 0.0), (2, 1.0, 0.5, 1 / 3), (3, 4 / 3, 2 / 3, 0.5), (8, 1.75, 0.875, 7 / 9)],
 )
 def test_bus_bandwidth_factors(n, all_reduce, chunked, nvls, monkeypatch):
-    from jobs.collectives.ops import OPS
+    from wirewise.jobs.collectives.ops import OPS
 
     monkeypatch.delenv("NCCL_ALGO", raising=False)
     assert OPS["all_reduce"].busbw_factor(n) == pytest.approx(all_reduce)
@@ -83,7 +83,7 @@ def test_bus_bandwidth_factors(n, all_reduce, chunked, nvls, monkeypatch):
 
 
 def test_pcie_transport_notes_nvls_only_where_nccl_could_use_it():
-    from jobs.collectives.params import transport_note
+    from wirewise.workloads.collective import transport_note
 
     assert "NCCL_NVLS_ENABLE=unset" in transport_note("pcie", "nccl", 4, None)
     assert "NCCL_NVLS_ENABLE=1" in transport_note("pcie", "nccl", 8, "1")

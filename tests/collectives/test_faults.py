@@ -14,7 +14,7 @@ from tests.conftest import WIREWISE
 
 
 def _rank_pids(runs: Path) -> dict[int, int]:
-    """Live (non-zombie) `jobs.worker` processes of runs under `runs`, by rank."""
+    """Live (non-zombie) `wirewise.jobs.worker` processes of runs under `runs`, by rank."""
     found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -25,7 +25,7 @@ def _rank_pids(runs: Path) -> dict[int, int]:
             environ = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"jobs.worker" in argv and any(str(runs).encode() in arg for arg in argv) and state != "Z":
+        if b"wirewise.jobs.worker" in argv and any(str(runs).encode() in arg for arg in argv) and state != "Z":
             rank = next(int(e[5:]) for e in environ if e.startswith(b"RANK="))
             found[rank] = int(proc.name)
     return found
@@ -52,11 +52,11 @@ def _wait_until_sweeping(runs: Path, proc: subprocess.Popen, limit_s: float = 60
 
 
 def _stored_status(db_url: str):
-    from orchestrator.store import Store
-    from orchestrator.store.models import Result
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.models import ResultRow
 
     with Store(db_url).session() as session:
-        return session.execute(select(Result.status, Result.error, Result.params)).all()
+        return session.execute(select(ResultRow.status, ResultRow.error, ResultRow.params)).all()
 
 
 def test_a_killed_rank_fails_the_run_fast_and_leaves_no_process(tmp_path, db_url):

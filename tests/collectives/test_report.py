@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.cli.bench_collectives import format_report
+from wirewise.orchestrator.report.collectives import format_report
 
 
 def _row(op, nbytes, time_us, busbw, wrong, **over):

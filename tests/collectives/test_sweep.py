@@ -45,8 +45,8 @@ def test_check_counts_the_elements_a_corrupted_input_spoils(tmp_path):
     """Rank 1 adds 1 to the first element of its input (the documented corrupt_rank hook)
     right before the checked call: the real collective carries the damage and the real check
     counts it, summed over ranks like nccl-tests' #wrong."""
-    from jobs.launch import run_task
-    from jobs.spec import TaskSpec
+    from wirewise.jobs.launch import run_task
+    from wirewise.task import TaskSpec
 
     params = {"ops": ["all_reduce", "all_gather", "reduce_scatter"], "min_bytes": "1K", "max_bytes": "2K",
               "iters": 1, "warmup": 0, "check": True, "dtype": "bfloat16", "corrupt_rank": 1}
@@ -67,9 +67,9 @@ def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
     """--gpus 0,1 with gloo on a machine without GPUs: the ranks run on CPU and these physical
     indices are what gets recorded (no GPU exists here); the fingerprint comes from the saved
     `nvidia-smi topo -m` of the synthetic 8x H200 NVL node."""
-    from orchestrator.store import Store
-    from orchestrator.store.models import Result, Topology
-    from orchestrator.topology import read_topology
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.models import ResultRow, TopologyRow
+    from wirewise.topology import read_topology
 
     proc = wirewise(
         "bench", "collectives", "--backend", "gloo", "--gpus", "0,1", "--topology-file", str(TOPO_FILE),
@@ -85,8 +85,8 @@ def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
     topo = read_topology(TOPO_FILE)
     store = Store(db_url)
     with store.session() as session:
-        results = session.scalars(select(Result).where(Result.workload == "collective")).all()
-        stored_fingerprints = session.scalars(select(Topology.fingerprint)).all()
+        results = session.scalars(select(ResultRow).where(ResultRow.workload == "collective")).all()
+        stored_fingerprints = session.scalars(select(TopologyRow.fingerprint)).all()
     assert len(results) == 4
     for r in results:
         assert (r.source, r.status, r.gpus, r.gpu_count, r.world_size) == ("wirewise", "ok", [0, 1], 2, 2)
@@ -99,7 +99,7 @@ def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
     wirewise("import", "nccl-tests", str(NCCL_TESTS_LOG), "--db", db_url, check=True)
     with store.session() as session:
         side_by_side = session.execute(
-            select(Result.source, Result.bytes, Result.busbw_gbs).where(Result.op == "all_reduce").order_by(Result.bytes)
+            select(ResultRow.source, ResultRow.bytes, ResultRow.busbw_gbs).where(ResultRow.op == "all_reduce").order_by(ResultRow.bytes)
         ).all()
     assert {source for source, _, _ in side_by_side} == {"wirewise", "nccl-tests"}
     assert [b for s, b, _ in side_by_side if s == "wirewise"] == [65536, 131072]
@@ -109,7 +109,7 @@ def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
     ("args", "message"),
     [
         (["--gpus", "0,x"], "--gpus '0,x'"),
-        (["--ops", "all_reduce,allreduce"], "unknown op 'allreduce'"),
+        (["--ops", "all_reduce,allreduce"], "'allreduce' is not one of all_reduce"),
         (["--dtype", "int8"], "--dtype 'int8'"),
         (["-b", "2M", "-e", "1M"], "-b 2M is larger than -e 1M"),
         (["-b", "1Q"], "-b '1Q'"),
@@ -124,7 +124,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message, db_url):
 
 
 def test_gpus_requested_where_there_are_none(db_url):
-    from orchestrator.bench import visible_gpu_count
+    from wirewise.orchestrator.run.ranks import visible_gpu_count
 
     if visible_gpu_count():
         pytest.skip("this machine has GPUs")

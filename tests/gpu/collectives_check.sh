@@ -32,7 +32,7 @@ for transport in default pcie; do
 import json
 import sys
 
-from orchestrator.cli.bench_collectives import format_report
+from wirewise.orchestrator.cli.bench_collectives import format_report
 
 rows = json.load(open(sys.argv[1]))
 transport = sys.argv[2]

@@ -13,9 +13,9 @@ import sys
 
 from sqlalchemy import select
 
-from jobs.collectives.params import parse_size
-from orchestrator.store import Store
-from orchestrator.store.models import Result
+from wirewise.workloads.collective import parse_size
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.models import ResultRow
 
 TOLERANCE = 0.05
 
@@ -28,8 +28,8 @@ def main() -> int:
     threshold = parse_size(args.from_bytes)
     with Store(args.db).session() as s:
         rows = s.execute(
-            select(Result.source, Result.op, Result.bytes, Result.in_place, Result.busbw_gbs, Result.gpu_count)
-            .where(Result.workload == "collective", Result.status == "ok")
+            select(ResultRow.source, ResultRow.op, ResultRow.bytes, ResultRow.in_place, ResultRow.busbw_gbs, ResultRow.gpu_count)
+            .where(ResultRow.workload == "collective", ResultRow.status == "ok")
         ).all()
     best: dict[tuple, dict[str, float]] = {}
     for source, op, nbytes, in_place, busbw, _gpus in rows:

@@ -45,7 +45,7 @@ from pathlib import Path
 
 out = Path(sys.argv[1])
 start = time.perf_counter()
-from orchestrator.topology import read_topology
+from wirewise.topology import read_topology
 
 topo = read_topology()
 probe_s = time.perf_counter() - start

@@ -1,4 +1,4 @@
-"""The one entry point (jobs.launch) from its other two callers: a multi-node Slurm step and
+"""The one entry point (wirewise.jobs.launch) from its other two callers: a multi-node Slurm step and
 a submitit task on the real local Slurm. The local commands are covered by tests/collectives
 and tests/train."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.launch import run_task
-from jobs.spec import TaskSpec
+from wirewise.jobs.launch import run_task
+from wirewise.task import TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = {"ops": ["all_reduce", "all_gather"], "min_bytes": "4K", "max_bytes": "8K", "iters": 2, "warmup": 1, "check": True}
@@ -21,7 +21,7 @@ SWEEP = {"ops": ["all_reduce", "all_gather"], "min_bytes": "4K", "max_bytes": "8
 
 @pytest.mark.slurm
 def test_two_node_step_joins_one_world(slurm_cluster, tmp_path):
-    """What `srun --nodes=2 --ntasks-per-node=1 python -m jobs.launch RUN_DIR` does, with both
+    """What `srun --nodes=2 --ntasks-per-node=1 python -m wirewise.jobs.launch RUN_DIR` does, with both
     "nodes" on this host: each supervisor reads its node rank from SLURM_NODEID and the master
     address from SLURM_JOB_NODELIST (expanded by Slurm's own `scontrol show hostnames`, which
 needs the test cluster's configuration), starts
@@ -33,7 +33,7 @@ needs the test cluster's configuration), starts
     slurm = {"SLURM_JOB_NODELIST": "localhost,localhost", "SLURM_NNODES": "2", "SLURM_JOB_ID": str(os.getpid() % 10000)}
     supervisors = [
         subprocess.Popen(
-            [sys.executable, "-m", "jobs.launch", str(run_dir)], cwd=ROOT,
+            [sys.executable, "-m", "wirewise.jobs.launch", str(run_dir)], cwd=ROOT,
             env={**os.environ, **slurm, "SLURM_NODEID": str(node)},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )

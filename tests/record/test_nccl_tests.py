@@ -7,8 +7,8 @@ import shutil
 import pytest
 from sqlalchemy import func, select
 
-from orchestrator.errors import UserError
-from orchestrator.record.nccl_tests import log_records, parse_log
+from wirewise.errors import UserError
+from wirewise.orchestrator.record.nccl_tests import log_records, parse_log
 from tests.conftest import FIXTURES, wirewise, wirewise_json
 
 LOGS = FIXTURES / "nccl-tests"
@@ -87,9 +87,9 @@ def test_rows_without_a_wrong_count():
 
 
 def test_import_is_idempotent_and_fingerprinted(tmp_path, db_url):
-    from orchestrator.store import Store
-    from orchestrator.store.models import Result
-    from orchestrator.topology import read_topology
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.topology import read_topology
 
     first = wirewise_json("import", "nccl-tests", str(OLD_LOG), "--topology-file", str(POLARIS_TOPO), "--db", db_url)
     again = wirewise_json("import", "nccl-tests", str(OLD_LOG), "--topology-file", str(POLARIS_TOPO), "--db", db_url)
@@ -101,7 +101,7 @@ def test_import_is_idempotent_and_fingerprinted(tmp_path, db_url):
     assert first["fingerprint"] == fingerprint
     with Store(db_url).session() as session:
         count, fingerprints, sources = session.execute(
-            select(func.count(), func.group_concat(Result.fingerprint.distinct()), func.group_concat(Result.source.distinct()))
+            select(func.count(), func.group_concat(ResultRow.fingerprint.distinct()), func.group_concat(ResultRow.source.distinct()))
         ).one()
     assert (count, fingerprints, sources) == (48, fingerprint, "nccl-tests")
 

@@ -382,7 +382,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$MUNGE_SOCKET
+# cred_expire=10: a requeued job (preemption) may start again after ~20 s instead of ~130 s.
+AuthInfo=socket=$MUNGE_SOCKET,cred_expire=10
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
@@ -430,7 +431,8 @@ write_slurmdbd_conf() {  # exit status 0 = changed
     write_if_changed "$ETC/slurmdbd.conf" 600 <<EOF
 # Written by $PROG (tests/slurm/cluster.sh).
 AuthType=auth/munge
-AuthInfo=socket=$MUNGE_SOCKET
+# cred_expire=10: a requeued job (preemption) may start again after ~20 s instead of ~130 s.
+AuthInfo=socket=$MUNGE_SOCKET,cred_expire=10
 DbdHost=$NODE
 DbdAddr=127.0.0.1
 DbdPort=$DBD_PORT

@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import func, inspect, select
 
-from db import HEAD
-from orchestrator.record.ingest import store_records
-from orchestrator.record.schema import ResultRecord
-from orchestrator.store import Store
-from orchestrator.store.models import Base, Result
+from wirewise.db import HEAD
+from wirewise.orchestrator.record.ingest import store_records
+from wirewise.record import ResultRecord
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.models import Base, ResultRow
 
 WRITERS, ROWS_EACH = 16, 500
 
@@ -45,7 +45,7 @@ def test_sixteen_processes_write_at_once_without_lock_errors(tmp_path):
         p.join(timeout=600)
     assert [p.exitcode for p in procs] == [0] * WRITERS
     with Store(url).session() as s:
-        assert s.execute(select(func.count()).select_from(Result)).scalar_one() == WRITERS * ROWS_EACH
+        assert s.execute(select(func.count()).select_from(ResultRow)).scalar_one() == WRITERS * ROWS_EACH
 
 
 def test_sqlite_is_in_wal_mode(tmp_path):
@@ -72,7 +72,7 @@ def test_record_round_trips_every_field(db_url):
     )
     store_records(store, [rec])
     with store.session() as s:
-        row = s.execute(select(Result)).scalar_one()
+        row = s.execute(select(ResultRow)).scalar_one()
         stored = {name: getattr(row, name) for name in ResultRecord.model_fields}
     back = ResultRecord.model_validate(stored)
     assert back.model_dump(exclude={"started_at", "ended_at"}) == rec.model_dump(exclude={"started_at", "ended_at"})
@@ -105,7 +105,7 @@ def test_same_schema_on_postgresql(pg_url):
     assert store_records(store, records) == 20
     assert store_records(store, records) == 0  # ON CONFLICT DO NOTHING in PostgreSQL's dialect
     with store.session() as s:
-        assert s.execute(select(func.count()).select_from(Result).where(Result.op == "all_reduce")).scalar_one() == 20
+        assert s.execute(select(func.count()).select_from(ResultRow).where(ResultRow.op == "all_reduce")).scalar_one() == 20
 
 
 def test_head_constant_names_alembic_head(db_url):

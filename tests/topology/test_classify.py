@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.topology import NodeTopology, read_topology, topology_from_text
-from orchestrator.topology.classify import classify
+from wirewise.topology import Topology, read_topology, topology_from_text
+from wirewise.topology.classify import classify
 from tests.topology.common import EXPECTED, FIXTURE_NAMES, NVL_QUADS, TOPO, as_text, fixture_text, matrix
 
 
@@ -75,26 +75,26 @@ def test_pair_helpers_and_bandwidth_from_generation() -> None:
     ],
 )
 def test_bandwidth_per_pair(name, label, gbs) -> None:
-    topo = NodeTopology(links=matrix(2, lambda i, j: label), gpu_names=[name, name])
+    topo = Topology(links=matrix(2, lambda i, j: label), gpu_names=[name, name])
     assert topo.bandwidth_gbs(0, 1) == gbs
 
 
 def test_measured_pcie_link_beats_the_model_default() -> None:
     pcie = {"max_gen": 4, "max_width": 8}
-    topo = NodeTopology(links=matrix(2, lambda i, j: "PIX"), gpu_names=["NVIDIA H200"] * 2, details={"gpus": [{"pcie": pcie}] * 2})
+    topo = Topology(links=matrix(2, lambda i, j: "PIX"), gpu_names=["NVIDIA H200"] * 2, details={"gpus": [{"pcie": pcie}] * 2})
     assert topo.bandwidth_gbs(0, 1) == 16.0  # Gen4 x8, not the H200's Gen5 x16
 
 
 def test_round_trip_through_json_keeps_the_classification() -> None:
     topo = read_topology(TOPO / "v100-sxm2-2gpu-nv6-plus-rtx3090-pcie-ansi.txt")
-    again = NodeTopology.model_validate(topo.model_dump(mode="json"))
+    again = Topology.model_validate(topo.model_dump(mode="json"))
     assert again.contract() == topo.contract()
     assert list(topo.contract()) == ["gpus", "gpu_names", "fabric", "switched", "groups", "links", "fingerprint"]
 
 
 def test_shape_errors_in_a_model() -> None:
     with pytest.raises(ValueError, match="gpu_names has 1 entries for 2 GPUs"):
-        NodeTopology(links=matrix(2, lambda i, j: "SYS"), gpu_names=["x"])
+        Topology(links=matrix(2, lambda i, j: "SYS"), gpu_names=["x"])
 
 
 def test_nvlink_text_of_mixed_models() -> None:

@@ -8,9 +8,10 @@ import subprocess
 import pytest
 from sqlalchemy import func, select
 
-from orchestrator.store import Store
-from orchestrator.store.models import Node, NodeTopology as NodeTopologyRow, Topology
-from orchestrator.topology import list_topologies, read_topology, save_topology, topology_from_text
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
+from wirewise.orchestrator.store.topology import list_topologies, save_topology
+from wirewise.topology import read_topology, topology_from_text
 from tests.conftest import WIREWISE, wirewise, wirewise_json
 from tests.topology.common import EXPECTED, NVL_QUADS, TOPO, fixture_text
 from tests.topology.renumber import renumber_text
@@ -97,7 +98,7 @@ def test_missing_file_is_one_line(tmp_path) -> None:
 
 def count_rows(db_url: str) -> tuple[int, int, int]:
     with Store(db_url).session() as session:
-        return tuple(session.scalar(select(func.count()).select_from(t)) for t in (Node, Topology, NodeTopologyRow))
+        return tuple(session.scalar(select(func.count()).select_from(t)) for t in (NodeRow, TopologyRow, NodeTopologyRow))
 
 
 def test_save_twice_adds_nothing_and_list_shows_it(db_url: str, tmp_path) -> None:
@@ -139,7 +140,7 @@ def test_save_api_keeps_details_beside_the_wiring(db_url: str) -> None:
     topo = read_topology(TOPO / "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt")
     assert save_topology(store, topo, "polaris-1") == (topo.fingerprint, True)
     with store.session() as session:
-        row = session.scalar(select(Topology))
+        row = session.scalar(select(TopologyRow))
         seen = session.scalar(select(NodeTopologyRow))
         assert (row.fabric, row.gpu_count, row.switched) == ("nvlink-all-to-all", 4, None)
         assert row.parsed == topo.contract() and row.raw_text == topo.raw_text

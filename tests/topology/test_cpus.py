@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.topology import cpus
+from wirewise.topology import cpus
 
 
 def fake_sysfs(root: Path, siblings: dict[int, str]) -> Path:

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from orchestrator.topology import topology_from_text
-from orchestrator.topology.fingerprint import fingerprint
+from wirewise.topology import topology_from_text
+from wirewise.topology.fingerprint import fingerprint
 from tests.topology.common import EXPECTED, FIXTURE_NAMES, as_text, fixture_text, matrix
 from tests.topology.renumber import renumber_text
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.errors import UserError
-from orchestrator.topology.parse import parse_topo_text
+from wirewise.errors import UserError
+from wirewise.topology.parse import parse_topo_text
 from tests.topology.common import EXPECTED, FIXTURE_NAMES, fixture_text
 
 

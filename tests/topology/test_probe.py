@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.errors import UserError
-from orchestrator.topology.probe import _decode_nccl_version, probe_node
+from wirewise.errors import UserError
+from wirewise.topology.probe import probe_node
+from wirewise.versions import decode_nccl_version as _decode_nccl_version
 from tests.conftest import wirewise
 from tests.topology.common import fixture_text
 
@@ -218,7 +219,7 @@ def test_no_driver_and_no_gpu_are_one_line_errors() -> None:
 
 
 def test_gres_uses_device_minor_numbers() -> None:
-    from orchestrator.topology import gres_conf
+    from wirewise.orchestrator.slurm.gres import gres_conf
 
     gpus = nvl_quad()
     for k, minor in enumerate([3, 2, 1, 0]):

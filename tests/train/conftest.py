@@ -1,7 +1,7 @@
 """Helpers for the training tests: real rank processes on the CPU (2 ranks, gloo).
 
 DeepSpeed JIT-compiles its C++ ops into TORCH_EXTENSIONS_DIR. The training path builds none
-on CPU (jobs.train.strategies.zero skips the inference-only shared-memory all-reduce that
+on CPU (wirewise.jobs.train.strategies.zero skips the inference-only shared-memory all-reduce that
 DeepSpeed would otherwise compile at start), but should one be built, every test and rank
 shares one cache folder, so only the first run of a machine pays.
 """

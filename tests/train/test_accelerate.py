@@ -1,7 +1,7 @@
 """The accelerate engine: rendered configs, and the one accelerate path a CPU can run (DDP).
 
 The CLI offers `--engine accelerate` on GPUs only; FSDP and ZeRO through accelerate run in
-tests/gpu/train_check.sh. Here the loop runs it directly (jobs.launch.run_task), which checks
+tests/gpu/train_check.sh. Here the loop runs it directly (wirewise.jobs.launch.run_task), which checks
 that configs render, the Accelerator is built from them, and the same inventories apply.
 """
 
@@ -12,9 +12,9 @@ import json
 import pytest
 import yaml
 
-from jobs.launch import run_task
-from jobs.spec import TaskSpec
-from jobs.train.configs import accelerate_config, deepspeed_config
+from wirewise.jobs.launch import run_task
+from wirewise.task import TaskSpec
+from wirewise.jobs.train.configs import accelerate_config, deepspeed_config
 
 
 def test_deepspeed_config_fills_autos_like_accelerate():

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.bench import visible_gpu_count
+from wirewise.orchestrator.run.ranks import visible_gpu_count
 from tests.conftest import wirewise
 
 NO_GPU = visible_gpu_count() == 0
 
 CASES = {
     "unknown model": (["--model", "gpt-17", "--strategy", "ddp"], "unknown model 'gpt-17'"),
-    "unknown strategy": (["--model", "tiny-mistral", "--strategy", "zero4"], "--strategy 'zero4'"),
+    "unknown strategy": (["--model", "tiny-mistral", "--strategy", "zero4"], "--strategy: 'zero4' is not one of ddp, fsdp"),
     "bad precision": (["--model", "tiny-mistral", "--strategy", "ddp", "--precision", "fp8"], "--precision 'fp8'"),
     "missing data": (["--model", "tiny-mistral", "--strategy", "ddp", "--data", "/nonexistent/alpaca.json"], "no such file"),
     "config without model_type": (["--model", "{config}", "--strategy", "ddp"], "has no \"model_type\""),

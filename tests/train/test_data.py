@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.train.data import ByteTokenizer, format_instruction, image_classes, read_instructions
+from wirewise.jobs.train.data import ByteTokenizer, format_instruction, image_classes, read_instructions
 from tests.train.conftest import QUICK, bench_train
 
 ALPACA = [

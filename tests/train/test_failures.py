@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from orchestrator.store.models import Result
+from wirewise.orchestrator.store.models import ResultRow
 from tests.train.conftest import QUICK, bench_train
 
 pytestmark = pytest.mark.slow
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 def test_memory_error_on_every_rank_is_stored_as_oom(train_env, db_url):
     # The test hook raises MemoryError inside the training step of both ranks; the real path
-    # (jobs.worker catches, jobs.launch records, the CLI stores) does the rest.
+    # (wirewise.jobs.worker catches, wirewise.jobs.launch records, the CLI stores) does the rest.
     code, record, err = bench_train(
         "--model", "tiny-mistral", "--strategy", "ddp", *QUICK, "--inject-memory-error-at-step", "1",
         env=train_env, db=db_url,
@@ -24,7 +24,7 @@ def test_memory_error_on_every_rank_is_stored_as_oom(train_env, db_url):
     assert "MemoryError" in record["error"] and "injected at step 1" in record["error"]
 
     with Session(create_engine(db_url)) as session:
-        row = session.scalars(select(Result).where(Result.record_id == record["record_id"])).one()
+        row = session.scalars(select(ResultRow).where(ResultRow.record_id == record["record_id"])).one()
     assert row.status == "oom" and row.workload == "train"
     assert (row.model, row.strategy, row.micro_batch, row.seq_len) == ("tiny-mistral", "ddp", 4, 32)
     assert len(row.peak_mem_bytes) == 2 and all(v > 0 for v in row.peak_mem_bytes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.train.flops import PEAK_ENV, mfu, peak_flops, train_flops_per_token
+from wirewise.jobs.train.flops import PEAK_ENV, mfu, peak_flops, train_flops_per_token
 
 
 @pytest.mark.parametrize(

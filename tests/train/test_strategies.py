@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.train.params import STRATEGIES
+from wirewise.workloads.train import STRATEGIES
 from tests.train.conftest import QUICK, bench_train
 
 pytestmark = pytest.mark.slow

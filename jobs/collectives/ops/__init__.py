@@ -1,12 +1,10 @@
-"""One descriptor per collective, by the names jobs.collectives.params.OP_NAMES lists."""
+"""One descriptor per collective, one file each; wirewise.registry.OPS names them."""
 
 from __future__ import annotations
 
-from jobs.collectives.ops import all_gather, all_reduce, all_to_all, broadcast, reduce_scatter
-from jobs.collectives.ops.base import Collective, Geometry
+from wirewise import registry
+from wirewise.jobs.collectives.ops.base import Collective, Geometry
 
-OPS: dict[str, Collective] = {
-    module.OP.name: module.OP for module in (all_reduce, all_gather, reduce_scatter, broadcast, all_to_all)
-}
+OPS: dict[str, Collective] = {name: registry.load(ref) for name, ref in registry.OPS.items()}
 
 __all__ = ["OPS", "Collective", "Geometry"]

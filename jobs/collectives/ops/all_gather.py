@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from jobs.collectives.ops.base import Collective
+from wirewise.jobs.collectives.ops.base import Collective
 
 
 class AllGather(Collective):

@@ -6,7 +6,7 @@ import os
 
 import torch.distributed as dist
 
-from jobs.collectives.ops.base import Collective
+from wirewise.jobs.collectives.ops.base import Collective
 
 
 class AllReduce(Collective):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from jobs.collectives.data import Values
+from wirewise.jobs.collectives.data import Values
 
 LINE_BYTES = 16
 

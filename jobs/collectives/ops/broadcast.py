@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from jobs.collectives.ops.base import Collective
+from wirewise.jobs.collectives.ops.base import Collective
 
 ROOT = 0
 

@@ -22,9 +22,9 @@ import torch
 class Setup:
     """Everything a strategy needs to wrap a model."""
 
-    built: Any  # jobs.train.models.BuiltModel
-    params: Any  # jobs.train.params.TrainParams
-    ctx: Any  # jobs.rank.RankContext
+    built: Any  # wirewise.jobs.train.models.BuiltModel
+    params: Any  # wirewise.workloads.train.TrainParams
+    ctx: Any  # wirewise.jobs.rank.RankContext
     precision: str  # resolved: fp32 | bf16-mixed | bf16
     run_dir: Any  # where rendered configs are written (recorded with the run)
 

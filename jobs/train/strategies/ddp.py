@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from jobs.train.strategies.base import Setup, Strategy, make_adamw
+from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw
 
 
 class DDPStrategy(Strategy):

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import torch
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from jobs.train.models import transformer_layers
-from jobs.train.strategies.base import Setup, Strategy, make_adamw
+from wirewise.jobs.train.models import transformer_layers
+from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw
 
 
 class FSDPStrategy(Strategy):

@@ -1,6 +1,6 @@
 """DeepSpeed ZeRO-1/2/3 through `deepspeed.initialize`, with a torch AdamW.
 
-The ranks already exist and share a torch process group (jobs.worker made it), so DeepSpeed
+The ranks already exist and share a torch process group (wirewise.jobs.worker made it), so DeepSpeed
 adopts that group instead of launching or rendezvousing on its own. Its config comes from
 templates/deepspeed/zero<stage>.json. On GPU it trains in its bf16 mode (bf16 weights, fp32
 master partitions in the optimizer); on CPU in fp32.
@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from jobs.train.configs import ZERO_STAGES, deepspeed_config
-from jobs.train.strategies.base import Setup, Strategy, make_adamw, tensors_in
+from wirewise.jobs.train.configs import ZERO_STAGES, deepspeed_config
+from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw, tensors_in
 
 
 def fix_cuda_arch_list() -> str | None:

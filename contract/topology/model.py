@@ -1,4 +1,4 @@
-"""NodeTopology: one node's GPU wiring, what it is (class, groups, fingerprint) and what it costs.
+"""Topology: one node's GPU wiring, what it is (class, groups, fingerprint) and what it costs.
 
 Inputs are fields (the label matrix, GPU names, per-GPU columns, details); the fabric,
 groups, `switched` and the fingerprint are computed from them, so a topology read back
@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
-from orchestrator.topology import hardware, labels
-from orchestrator.topology.classify import Classification, classify
-from orchestrator.topology.fingerprint import fingerprint as wiring_fingerprint
+from wirewise.topology import hardware, labels
+from wirewise.topology.classify import Classification, classify
+from wirewise.topology.fingerprint import fingerprint as wiring_fingerprint
 
 
-class NodeTopology(BaseModel):
+class Topology(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     links: list[list[str]]  # GPU x GPU, labels as nvidia-smi prints them, "X" on the diagonal
@@ -31,8 +31,8 @@ class NodeTopology(BaseModel):
     raw_text: str | None = None  # the `nvidia-smi topo -m` text it was read from
 
     @model_validator(mode="after")
-    def _check_shape(self) -> NodeTopology:
-        from orchestrator.topology.parse import validate_matrix
+    def _check_shape(self) -> Topology:
+        from wirewise.topology.parse import validate_matrix
 
         n = len(self.links)
         if n == 0:

@@ -1,7 +1,7 @@
-"""Store topologies: one Topology row per wiring (fingerprint), one Node row per host, and
-one NodeTopology row per (node, wiring) pair holding what the fingerprint leaves out.
+"""Store topologies: one TopologyRow row per wiring (fingerprint), one NodeRow row per host, and
+one Topology row per (node, wiring) pair holding what the fingerprint leaves out.
 
-Topology.parsed is the DESIGN.md object of the first node seen with that wiring. GPU numbers
+TopologyRow.parsed is the DESIGN.md object of the first node seen with that wiring. GPU numbers
 differ between nodes of one wiring (renumbered), so what is told by GPU index on a node (its
 pair matrix, NVML's PCIe paths, hence its groups) lives in that node's row.
 """
@@ -14,17 +14,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from orchestrator.store import Store
-from orchestrator.store.models import Node, NodeTopology as NodeTopologyRow, Topology
-from orchestrator.topology.classify import classify
-from orchestrator.topology.model import NodeTopology
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
+from wirewise.topology.classify import classify
+from wirewise.topology.model import Topology
 
 
-def save_topology(store: Store, topo: NodeTopology, node: str | None = None) -> tuple[str, bool]:
+def save_topology(store: Store, topo: Topology, node: str | None = None) -> tuple[str, bool]:
     """Store `topo` as seen on `node` (default: this host). Returns (fingerprint, created):
     created is False when this node was already stored with this wiring (then only
     last_seen and the details change)."""
-    from orchestrator.topology import node_name
+    from wirewise.topology import node_name
 
     node = node_name(topo, node)
     try:
@@ -34,11 +34,11 @@ def save_topology(store: Store, topo: NodeTopology, node: str | None = None) -> 
         return _save(store, topo, node)
 
 
-def _save(store: Store, topo: NodeTopology, node: str) -> tuple[str, bool]:
+def _save(store: Store, topo: Topology, node: str) -> tuple[str, bool]:
     with store.session() as session:
-        topology = session.scalar(select(Topology).where(Topology.fingerprint == topo.fingerprint))
+        topology = session.scalar(select(TopologyRow).where(TopologyRow.fingerprint == topo.fingerprint))
         if topology is None:
-            topology = Topology(
+            topology = TopologyRow(
                 fingerprint=topo.fingerprint,
                 fabric=topo.fabric,
                 switched=topo.switched,
@@ -48,9 +48,9 @@ def _save(store: Store, topo: NodeTopology, node: str) -> tuple[str, bool]:
                 raw_text=topo.raw_text,
             )
             session.add(topology)
-        host = session.scalar(select(Node).where(Node.name == node))
+        host = session.scalar(select(NodeRow).where(NodeRow.name == node))
         if host is None:
-            host = Node(name=node)
+            host = NodeRow(name=node)
             session.add(host)
         session.flush()
         seen = session.scalar(
@@ -64,13 +64,13 @@ def _save(store: Store, topo: NodeTopology, node: str) -> tuple[str, bool]:
         return topo.fingerprint, True
 
 
-def _node_details(topo: NodeTopology) -> dict[str, Any]:
+def _node_details(topo: Topology) -> dict[str, Any]:
     """The NVML/file details plus the topology's fields in this node's GPU numbering."""
     fields = topo.model_dump(include={"links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen"})
     return {**topo.details, **fields}
 
 
-def _groups(details: dict[str, Any], topology: Topology) -> list[list[int]] | None:
+def _groups(details: dict[str, Any], topology: TopologyRow) -> list[list[int]] | None:
     """NVLink groups in the node's own GPU numbering (rows stored before nodes kept their
     matrix: the first node's, from the wiring)."""
     if "links" not in details:
@@ -82,10 +82,10 @@ def list_topologies(store: Store) -> list[dict[str, Any]]:
     """Stored nodes with their wiring, most recently seen first."""
     with store.session() as session:
         rows = session.execute(
-            select(Node.name, Topology, NodeTopologyRow.details, NodeTopologyRow.first_seen, NodeTopologyRow.last_seen)
-            .join(NodeTopologyRow, NodeTopologyRow.node_id == Node.id)
-            .join(Topology, Topology.id == NodeTopologyRow.topology_id)
-            .order_by(NodeTopologyRow.last_seen.desc(), Node.name)
+            select(NodeRow.name, TopologyRow, NodeTopologyRow.details, NodeTopologyRow.first_seen, NodeTopologyRow.last_seen)
+            .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
+            .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
+            .order_by(NodeTopologyRow.last_seen.desc(), NodeRow.name)
         ).all()
         return [
             {

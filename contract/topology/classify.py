@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.topology import hardware, labels
+from wirewise.topology import hardware, labels
 
 SINGLE = "single"
 PCIE = "pcie"

@@ -2,36 +2,37 @@
 
 Pure pydantic, no torch: the control plane builds these. Field names that are also
 ResultRecord fields (model, strategy, micro_batch, seq_len) are copied into the record
-of a failed run by jobs.launch, so a failure still says what was asked.
+of a failed run by wirewise.jobs.launch, so a failure still says what was asked.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from jobs.train.models import MODELS, check_data_kind, check_model_name
+from wirewise import registry
+from wirewise.errors import UserError
+from wirewise.workloads import Ranks, make_task
+from wirewise.models import MODELS, check_data_kind, check_model_name
 
-Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3"]
-Engine = Literal["native", "accelerate"]
 # auto: bf16-mixed on GPU, fp32 on CPU. bf16-mixed: bf16 compute over fp32 weights (DDP: autocast;
 # FSDP: MixedPrecisionPolicy; DeepSpeed: its bf16 mode, bf16 weights with an fp32 master copy).
 # bf16: bf16 weights and optimizer state (DDP/FSDP); DeepSpeed treats it as bf16-mixed.
 Precision = Literal["auto", "fp32", "bf16-mixed", "bf16"]
 
-STRATEGIES: tuple[str, ...] = get_args(Strategy)
-ENGINES: tuple[str, ...] = get_args(Engine)
+STRATEGIES: tuple[str, ...] = tuple(registry.STRATEGIES)
+ENGINES: tuple[str, ...] = tuple(registry.ENGINES)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 class TrainParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str  # a registry name (jobs.train.models.MODELS) or a local config file / model folder
-    strategy: Strategy
-    engine: Engine = "native"
+    model: str  # a registry name (wirewise.models.MODELS) or a local config file / model folder
+    strategy: registry.StrategyName
+    engine: registry.EngineName = "native"
     micro_batch: int = Field(8, ge=1)  # samples per rank per step
     seq_len: int | None = Field(None, ge=2)  # language models; None: the model's default
     steps: int = Field(10, ge=1)  # timed steady-state steps
@@ -62,6 +63,9 @@ class TrainParams(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainParams:
+        entry = MODELS.get(self.model)
+        if self.seq_len is None and entry is not None and entry.kind == "causal-lm":
+            self.seq_len = entry.default_seq_len  # explicit, so even a failed run's record says it
         if self.engine == "accelerate" and self.compile:
             raise ValueError("--compile is only wired for --engine native")
         if self.model in MODELS:  # a local config's kind is known only once transformers reads it
@@ -71,3 +75,16 @@ class TrainParams(BaseModel):
     @property
     def total_steps(self) -> int:
         return self.warmup_steps + self.steps
+
+    def to_task(self, ranks: Ranks, **task: Any):
+        """The task for this run on `ranks`; UserError for options that need a GPU on CPU ranks.
+        Every rank runs offline: models are built from configs, nothing is downloaded."""
+        if ranks.on_cpu and self.engine == "accelerate":
+            raise UserError("--engine accelerate runs on GPUs only: on CPU accelerate's FSDP plugin does not shard and "
+                            "its DeepSpeed plugin miscounts processes; use --engine native")
+        if ranks.on_cpu and self.memory_limit_gb is not None:
+            raise UserError("--memory-limit-gb caps GPU memory, and this run has no GPU")
+        return make_task("train", self.model_dump(exclude_none=True), ranks, dict(RANK_ENV), **task)
+
+
+RANK_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

@@ -1,22 +1,12 @@
-"""Run one task now on this machine (`wirewise bench ...`) and record its results.
-
-The same jobs.launch.run_task that Slurm tasks call does the work; this module adds
-what a person at a terminal wants: a progress bar, the run folder, and ingestion.
-"""
+"""The ranks of a task run here: which GPUs, how many ranks, which backend, from the
+options people type (--gpus, --nproc, --backend) and the GPUs this machine has."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.errors import UserError
-from orchestrator.record.schema import ResultRecord
-
-
-def runs_root() -> Path:
-    """Where run folders (spec, rank logs, result file) go: $WIREWISE_RUNS or ./.wirewise/runs."""
-    return Path(os.environ.get("WIREWISE_RUNS") or ".wirewise/runs")
+from wirewise.errors import UserError
+from wirewise.workloads import Ranks
 
 
 def parse_gpu_list(text: str | None) -> list[int]:
@@ -32,14 +22,7 @@ def parse_gpu_list(text: str | None) -> list[int]:
     return gpus
 
 
-@dataclass(frozen=True)
-class Placement:
-    gpus: list[int]  # physical indices; [] = CPU ranks
-    ranks: int
-    backend: str
-
-
-def choose_placement(gpus_text: str | None, nproc: int | None, backend: str | None, *, default_ranks: int | None) -> Placement:
+def choose_ranks(gpus_text: str | None, nproc: int | None, backend: str | None, *, default_ranks: int | None) -> Ranks:
     """GPUs, rank count and backend from --gpus / --nproc / --backend and the GPUs this machine has.
 
     Without --gpus or --nproc a run takes `default_ranks` ranks (None: every GPU here, or
@@ -64,7 +47,7 @@ def choose_placement(gpus_text: str | None, nproc: int | None, backend: str | No
         if wanted > available:
             raise UserError(f"--nproc {wanted}: this machine has {available} GPU(s)")
         gpus = list(range(wanted))
-    return Placement(gpus, len(gpus) or nproc or default_ranks or 2, backend)
+    return Ranks(gpus, len(gpus) or nproc or default_ranks or 2, backend)
 
 
 def checked_topology_file(path: str | Path | None) -> str | None:
@@ -72,7 +55,7 @@ def checked_topology_file(path: str | Path | None) -> str | None:
     rank starts; the task gets the absolute path (ranks may run from another folder)."""
     if path is None:
         return None
-    from orchestrator.topology import read_topology
+    from wirewise.topology import read_topology
 
     read_topology(path)
     return str(Path(path).resolve())
@@ -90,32 +73,3 @@ def visible_gpu_count() -> int:
             pynvml.nvmlShutdown()
     except Exception:
         return 0
-
-
-def run_and_record(spec, db: str | None, label: str, quiet: bool = False) -> list[ResultRecord]:
-    """Run `spec` (a jobs.spec.TaskSpec) here with a progress bar, store and return its records."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from jobs.launch import run_task
-    from orchestrator.record.ingest import ingest_result_file
-    from orchestrator.store import Store
-
-    store = Store(db)  # open (and migrate) before spending minutes on the run
-    run_dir = runs_root() / spec.task_id
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[step]}"),
-        TimeElapsedColumn(),
-        transient=True,
-        disable=quiet,
-    ) as bar:
-        task = bar.add_task(label, total=None, step="starting ranks")
-
-        def on_progress(done: int, total: int, step: str) -> None:
-            bar.update(task, completed=done, total=total, step=step)
-
-        result_file = run_task(spec, run_dir, on_progress=on_progress)
-    records, _new = ingest_result_file(store, result_file)
-    return records

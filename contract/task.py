@@ -1,38 +1,47 @@
-"""What a task asks a compute node to do. Built by the orchestrator, read by jobs.launch.
+"""What a task asks a compute node to do. Built by the control plane, run by wirewise.jobs.launch.
 
-Pure pydantic (no torch), so the control plane can build and validate specs.
+Pure pydantic (no torch), so the control plane can build and validate specs on a login node.
+
+A task's id is its key: a hash of what it measures (campaign, workload, parameters, GPUs,
+node, repeat, ranks, backend, environment), so a task planned, resubmitted or requeued is
+recognised as the same task, and planning one spec twice gives the same ids.
 """
 
 from __future__ import annotations
 
-import uuid
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Backend = Literal["nccl", "gloo"]
+from wirewise.registry import WorkloadName
 
-# Workload name -> "module:function" run on every rank (see jobs.worker).
-WORKLOADS = {
-    "collective": "jobs.collectives.loop:run_rank",
-    "train": "jobs.train.loop:run_rank",
-}
+Backend = Literal["nccl", "gloo"]
+KEY_FIELDS = ("campaign", "workload", "params", "gpus", "node", "repeat", "nproc_per_node", "nnodes", "backend", "env")
+
+
+def task_key(fields: dict[str, Any]) -> str:
+    """12 hex digits of sha256 over the canonical JSON of the key fields."""
+    text = json.dumps({name: fields.get(name) for name in KEY_FIELDS}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 class TaskSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    task_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    task_id: str = ""  # empty: derived from the key fields (task_key)
     campaign: str | None = None
-    workload: Literal["collective", "train"]
+    workload: WorkloadName
     params: dict[str, Any] = Field(default_factory=dict)  # validated by the workload's own model
+    repeat: int = Field(0, ge=0)  # the n-th measurement of the same thing in one campaign
 
     gpus: list[int] = Field(default_factory=list)  # physical GPU indices on each node; [] = CPU ranks
     nproc_per_node: int = 1
     nnodes: int = 1
     backend: Backend = "gloo"
     env: dict[str, str] = Field(default_factory=dict)  # set in every rank (e.g. NCCL_P2P_DISABLE)
-    timeout_s: float = 600.0
+    timeout_s: float = Field(600.0, gt=0)
 
     node: str | None = None  # name recorded with results; default: hostname
     topology_file: str | None = None  # `nvidia-smi topo -m` text to fingerprint instead of probing
@@ -45,6 +54,8 @@ class TaskSpec(BaseModel):
             raise ValueError(f"{len(self.gpus)} GPUs given for {self.nproc_per_node} ranks per node: give one GPU per rank")
         if self.backend == "nccl" and not self.gpus:
             raise ValueError("the nccl backend needs GPUs: give --gpus or use --backend gloo")
+        if not self.task_id:
+            self.task_id = task_key(self.model_dump(mode="json", include=set(KEY_FIELDS)))
         return self
 
     @property

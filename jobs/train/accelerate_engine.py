@@ -3,7 +3,7 @@
 The launcher config (templates/accelerate/<ddp|fsdp|deepspeed>.yaml) and, for ZeRO, the
 DeepSpeed config (templates/deepspeed/zero<stage>.json) are rendered into the run folder,
 so `accelerate launch --config_file RUN_DIR/accelerate.yaml` would reproduce the set-up.
-The ranks already exist (jobs.launch started them with RANK, WORLD_SIZE, MASTER_ADDR...), so
+The ranks already exist (wirewise.jobs.launch started them with RANK, WORLD_SIZE, MASTER_ADDR...), so
 instead of launching, each rank turns the rendered file into the `Accelerator` plugins
 `accelerate launch` would have given it.
 
@@ -21,10 +21,10 @@ from typing import Any
 import torch
 import yaml
 
-from jobs.train.configs import ZERO_STAGES, accelerate_config
-from jobs.train.strategies.base import Setup, Strategy, make_adamw
-from jobs.train.strategies.fsdp import pending_unsharded_grads
-from jobs.train.strategies.zero import (
+from wirewise.jobs.train.configs import ZERO_STAGES, accelerate_config
+from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw
+from wirewise.jobs.train.strategies.fsdp import pending_unsharded_grads
+from wirewise.jobs.train.strategies.zero import (
     fix_cuda_arch_list,
     render_config,
     zero_grad_tensors,
@@ -42,7 +42,7 @@ def _write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class AccelerateStrategy(Strategy):
+class AccelerateEngine(Strategy):
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.name = f"accelerate-{setup.params.strategy}"

@@ -12,11 +12,11 @@ free GPUs. So Cores= is written wherever it can be known, even when it spans all
 
 from __future__ import annotations
 
-from orchestrator.topology import cpus, hardware
-from orchestrator.topology.model import NodeTopology
+from wirewise.topology import cpus, hardware
+from wirewise.topology.model import Topology
 
 
-def gres_conf(topo: NodeTopology, node: str) -> str:
+def gres_conf(topo: Topology, node: str) -> str:
     """gres.conf lines, one per GPU, with comments that say where each value comes from."""
     cores = _cores_per_gpu(topo)
     lines = [
@@ -47,7 +47,7 @@ def gres_conf(topo: NodeTopology, node: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def slurm_features(topo: NodeTopology) -> list[str]:
+def slurm_features(topo: Topology) -> list[str]:
     """Node features naming the fabric: the class, 'nvswitch' when proven, 'nvl<generation>'."""
     features = [topo.fabric]
     if topo.switched:
@@ -57,14 +57,14 @@ def slurm_features(topo: NodeTopology) -> list[str]:
     return features
 
 
-def _minor(topo: NodeTopology, gpu: int) -> int:
+def _minor(topo: Topology, gpu: int) -> int:
     """/dev/nvidiaN uses the device minor number, which need not equal the index (gres.conf(5))."""
     gpus = topo.details.get("gpus") or []
     minor = gpus[gpu].get("minor") if gpu < len(gpus) else None
     return minor if minor is not None else gpu
 
 
-def _gres_counts(topo: NodeTopology) -> str:
+def _gres_counts(topo: Topology) -> str:
     counts: dict[str | None, int] = {}
     for name in topo.gpu_names:
         kind = hardware.slurm_type(name)
@@ -72,7 +72,7 @@ def _gres_counts(topo: NodeTopology) -> str:
     return ",".join(f"gpu:{kind}:{n}" if kind else f"gpu:{n}" for kind, n in counts.items())
 
 
-def _cores_per_gpu(topo: NodeTopology) -> list[str | None]:
+def _cores_per_gpu(topo: Topology) -> list[str | None]:
     """Cores= per GPU: exact from the probing machine's sysfs when live; from a text, folded
     by the hyperthread pattern of its CPU lists. None where unknown, and where every GPU
     lists the same CPUs with no sign of hyperthreads (the core count cannot be told)."""

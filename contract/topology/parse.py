@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.errors import UserError
-from orchestrator.topology import labels
+from wirewise.errors import UserError
+from wirewise.topology import labels
 
 AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")

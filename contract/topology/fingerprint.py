@@ -39,7 +39,7 @@ import hashlib
 import json
 from collections import Counter
 
-from orchestrator.topology import hardware
+from wirewise.topology import hardware
 
 SCHEMA = "wirewise-wiring/1"
 

@@ -24,10 +24,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import UserError
-from orchestrator.topology import cpus, labels
-from orchestrator.topology.model import NodeTopology
-from orchestrator.topology.parse import parse_topo_text
+from wirewise.errors import UserError
+from wirewise.topology import cpus, labels
+from wirewise.topology.model import Topology
+from wirewise.versions import dist_version, nccl_version
+from wirewise.topology.parse import parse_topo_text
 
 SMI_SOURCE = "nvidia-smi topo -m output"
 
@@ -47,7 +48,7 @@ def short_hostname() -> str:
     return socket.gethostname().split(".")[0]
 
 
-def probe_node(nvml: Any = None, run_nvidia_smi: Callable[[], str | None] | None = None) -> NodeTopology:
+def probe_node(nvml: Any = None, run_nvidia_smi: Callable[[], str | None] | None = None) -> Topology:
     """This machine's topology. `nvml` and `run_nvidia_smi` are for tests on machines without a GPU."""
     nvml = nvml or _import_nvml()
     run_nvidia_smi = run_nvidia_smi or nvidia_smi_topo_text
@@ -222,54 +223,12 @@ def _versions(nvml) -> dict[str, str | None]:
         "driver": _text(_call(nvml, "nvmlSystemGetDriverVersion")),
         "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
         "nccl": nccl_version(),
-        "nvidia_ml_py": _dist_version("nvidia-ml-py"),
+        "nvidia_ml_py": dist_version("nvidia-ml-py"),
     }
 
 
-def _dist_version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-# -- NCCL without torch ----------------------------------------------------
-def nccl_version() -> str | None:
-    """The NCCL library's own version (ncclGetVersion through ctypes), None if none loads."""
-    for candidate in _nccl_libraries():
-        try:
-            lib = ctypes.CDLL(candidate)
-            code = ctypes.c_int()
-            if lib.ncclGetVersion(ctypes.byref(code)) != 0:
-                continue
-        except (OSError, AttributeError):
-            continue
-        return _decode_nccl_version(code.value)
-    return None
-
-
-def _decode_nccl_version(code: int) -> str:
-    """NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 + patch before."""
-    if code >= 10000:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
-
-
-def _nccl_libraries() -> list[str]:
-    """The pip wheel's library (nvidia/nccl/lib, nvidia/cu13/lib...) first, then the system's."""
-    found: list[str] = []
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        spec = None
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        found.extend(str(p) for p in sorted(Path(root).glob("*/lib/libnccl.so*")))
-    found.append("libnccl.so.2")
-    return found
-
-
 # -- the topology ----------------------------------------------------------
-def _assemble(gpus, ancestors, versions, run_nvidia_smi) -> NodeTopology:
+def _assemble(gpus, ancestors, versions, run_nvidia_smi) -> Topology:
     notes: list[str] = []
     links, switch_seen = _nvml_matrix(gpus, ancestors)
     names = [g["name"] for g in gpus]
@@ -303,7 +262,7 @@ def _assemble(gpus, ancestors, versions, run_nvidia_smi) -> NodeTopology:
         "slurm_cores": _slurm_cores(affinity),
         "notes": notes,
     }
-    return NodeTopology(
+    return Topology(
         links=links,
         gpu_names=names,
         cpu_affinity=affinity,

@@ -8,19 +8,19 @@ on the same GPUs measure the same sizes with the same definitions.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-# Ops in the order a default sweep runs them; jobs.collectives.ops has one descriptor each.
-OP_NAMES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
-DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+from wirewise.registry import DEFAULT_OPS, OPS, OpName
+from wirewise.workloads import Ranks, make_task
+
+OP_NAMES = tuple(OPS)  # every op, in the order a sweep runs them
 
 # Canonical dtype name (torch's) -> bytes per element.
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "bf16": "bfloat16", "half": "float16", "fp16": "float16"}
 
-Op = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
 Dtype = Literal["float32", "bfloat16", "float16"]
 Transport = Literal["default", "pcie"]
 
@@ -94,7 +94,7 @@ def human_bytes(n: int) -> str:
 class CollectiveParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ops: list[Op] = Field(default_factory=lambda: list(DEFAULT_OPS), min_length=1)
+    ops: list[OpName] = Field(default_factory=lambda: list(DEFAULT_OPS), min_length=1)
     min_bytes: int = 1024**2  # -b
     max_bytes: int = 1024**3  # -e
     step_factor: int = Field(2, ge=2)  # -f
@@ -123,10 +123,7 @@ class CollectiveParams(BaseModel):
     def _ops(cls, value):
         if isinstance(value, str):
             value = [part.strip() for part in value.split(",") if part.strip()]
-        unknown = [op for op in value if op not in OP_NAMES]
-        if unknown:
-            raise ValueError(f"unknown op {', '.join(map(repr, unknown))}: choose from {', '.join(OP_NAMES)}")
-        return list(dict.fromkeys(value))  # keep order, drop repeats
+        return list(dict.fromkeys(value))  # keep order, drop repeats; OpName checks each
 
     @model_validator(mode="after")
     def _range(self) -> CollectiveParams:
@@ -141,3 +138,9 @@ class CollectiveParams(BaseModel):
     @property
     def sizes(self) -> list[int]:
         return sweep_sizes(self.min_bytes, self.max_bytes, self.step_factor)
+
+    def to_task(self, ranks: Ranks, **task: Any):
+        """The task for this sweep on `ranks`: the transport's environment in every rank; the
+        test hook (corrupt_rank) is passed on only when set."""
+        params = self.model_dump(mode="json", exclude={"corrupt_rank"} if self.corrupt_rank is None else set())
+        return make_task("collective", params, ranks, dict(TRANSPORT_ENV[self.transport]), **task)

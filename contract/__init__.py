@@ -1,0 +1,17 @@
+"""wirewise: the contracts that both sides of the tool import.
+
+The control plane (`wirewise.orchestrator`: CLI, campaigns, store, placement, reports) and
+the compute side (`wirewise.jobs`: rank launch, collectives, training) never import each
+other's internals; what they share lives here, torch-free:
+
+- `wirewise.task`: the task spec a compute node runs, with its deterministic task key;
+- `wirewise.workloads`: the workload registry and each workload's parameter model and rules;
+- `wirewise.record`: the result record and its statuses;
+- `wirewise.topology`: the wiring model and the pure code to parse, classify and fingerprint it;
+- `wirewise.models`: the model registry (configs, no weights);
+- `wirewise.errors`, `wirewise.atomic`, `wirewise.versions`: small shared pieces.
+
+Nothing in this package imports `wirewise.orchestrator` or `wirewise.jobs` (tests/test_imports.py).
+"""
+
+__version__ = "0.2.0"

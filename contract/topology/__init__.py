@@ -1,0 +1,64 @@
+"""A node's GPU wiring: read it (a saved `nvidia-smi topo -m`, or this machine through NVML),
+classify its fabric, fingerprint it. Both sides call this: the CLI on a login node and the
+supervisor on a compute node.
+
+    read_topology(path | "-" | None) -> Topology   a saved text, or this machine live
+    topology_from_text(text) -> Topology
+    node_name(topo, given) -> str                   the name results are stored under
+
+Storing a topology is the store's (wirewise.orchestrator.store.topology); gres.conf lines are
+Slurm's (wirewise.orchestrator.slurm.gres). pynvml is imported inside the live probe only;
+nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from wirewise.topology.classify import FABRICS
+from wirewise.topology.model import Topology
+
+__all__ = ["FABRICS", "Topology", "node_name", "read_topology", "topology_from_text"]
+
+
+def read_topology(from_file: str | Path | None = None) -> Topology:
+    """A saved `nvidia-smi topo -m` text (a path, or '-' for stdin), or this machine live.
+
+    Raises UserError on bad input, or when there is no GPU or driver to probe."""
+    if from_file is None:
+        from wirewise.topology.probe import probe_node
+
+        return probe_node()
+    from wirewise.topology.parse import read_source
+
+    text, name = read_source(from_file)
+    return topology_from_text(text, name)
+
+
+def topology_from_text(text: str, source: str = "input") -> Topology:
+    """A topology from `nvidia-smi topo -m` text (with optional `nvidia-smi -L` lines for names)."""
+    from wirewise.topology.parse import parse_topo_text
+
+    parsed = parse_topo_text(text, source)
+    details = {
+        "source": "file",
+        "file": source,
+        "gpus": [{"name": name, "uuid": uuid} for name, uuid in zip(parsed.gpu_names, parsed.uuids)],
+        "nics": {"names": parsed.nics, "links": parsed.nic_links},
+        "notes": [],
+    }
+    return Topology(
+        links=parsed.links,
+        gpu_names=parsed.gpu_names,
+        cpu_affinity=parsed.cpu_affinity,
+        numa=parsed.numa,
+        details=details,
+        raw_text=text,
+    )
+
+
+def node_name(topo: Topology | None = None, given: str | None = None) -> str:
+    """The name results and topologies are stored under: the one given, else the host the
+    topology was probed on, else this host's short name (one rule for every caller)."""
+    from wirewise.topology.probe import short_hostname
+
+    return given or (topo.details.get("hostname") if topo else None) or short_hostname()

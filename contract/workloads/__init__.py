@@ -1,0 +1,45 @@
+"""Each workload's parameter model and rules, one module each (collective, train).
+
+A workload's `Params.to_task(ranks, ...)` is the one way to turn options into a TaskSpec:
+the bench commands, the campaign planner and `wirewise run` all call it, so a rule such as
+"--engine accelerate needs GPUs" or "pcie sets NCCL_P2P_DISABLE=1" cannot be skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wirewise.errors import UserError, first_error
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """How a task's ranks sit on one node: the physical GPUs (one rank each; [] = CPU ranks),
+    the rank count, and the process-group backend."""
+
+    gpus: list[int]
+    count: int
+    backend: str  # nccl | gloo
+
+    @property
+    def on_cpu(self) -> bool:
+        return not self.gpus
+
+
+def make_task(workload: str, params: dict[str, Any], ranks: Ranks, env: dict[str, str], **task: Any):
+    """The TaskSpec for a workload's checked params; a bad task field is a one-line UserError."""
+    from pydantic import ValidationError
+
+    from wirewise.task import TaskSpec
+
+    fields = dict(workload=workload, params=params, gpus=ranks.gpus, nproc_per_node=ranks.count,
+                  backend=ranks.backend, env=env, **task)
+    try:
+        return TaskSpec(**fields)
+    except ValidationError as exc:
+        timeout = {"timeout_s": "--timeout"}
+        raise first_error(exc, timeout, {"timeout_s": task.get("timeout_s")}) from None
+
+
+__all__ = ["Ranks", "UserError", "make_task"]

@@ -1,0 +1,88 @@
+"""A task's result records, built by node 0's supervisor from what the ranks wrote.
+
+One record per measured row when the task succeeded; one record saying how it ended (with
+what was asked and memory at the time) when it did not. Each says its backend and the
+environment the ranks ran with.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from wirewise.record import ResultRecord
+from wirewise.task import TaskSpec
+
+RECORDED_ENV_PREFIXES = (
+    "NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED",
+)
+
+
+def gpu_pinning(spec: TaskSpec) -> dict[str, str]:
+    """The GPUs every rank sees, numbered as nvidia-smi numbers them: CUDA's default order
+    (fastest first) differs from nvidia-smi's (PCI bus) on machines with mixed GPU models."""
+    if not spec.gpus:
+        return {"CUDA_VISIBLE_DEVICES": ""}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, spec.gpus)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def recorded_env(spec: TaskSpec) -> dict[str, str]:
+    """What the ranks ran with (not the supervisor's own CUDA_VISIBLE_DEVICES)."""
+    merged = {**os.environ, **spec.env, **gpu_pinning(spec)}
+    return {k: v for k, v in sorted(merged.items()) if k.startswith(RECORDED_ENV_PREFIXES)}
+
+
+def node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
+    """This node's wiring for the fingerprint; (None, why) on a CPU-only run or a failed probe."""
+    if not spec.topology_file and not spec.gpus:
+        return None, None
+    from wirewise.errors import UserError
+    from wirewise.topology import read_topology
+
+    try:
+        return read_topology(spec.topology_file), None
+    except UserError as exc:
+        return None, str(exc)
+
+
+def build_records(spec, files, status, error, topo, topo_error, node, started, ended) -> list[ResultRecord]:
+    """The task's records; each says its backend, and why the probe failed where it did."""
+    records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
+    for record in records:
+        record.extra["backend"] = spec.backend
+        if topo_error:
+            record.extra["topology_error"] = topo_error
+    return records
+
+
+def _records_of_outcome(spec, files, status, error, topo, node, started, ended) -> list[ResultRecord]:
+    main = files.get(0, {})
+    base = dict(
+        task_id=spec.task_id,
+        campaign=spec.campaign,
+        workload=spec.workload,
+        params=spec.params,
+        node=node,
+        gpus=spec.gpus,
+        gpu_count=len(spec.gpus) * spec.nnodes,
+        fingerprint=topo.fingerprint if topo else None,
+        fabric=topo.fabric if topo else None,
+        versions=main.get("versions") or next((f["versions"] for f in files.values() if f.get("versions")), {}),
+        env=recorded_env(spec),
+        started_at=started,
+        ended_at=ended,
+        world_size=spec.world_size,
+    )
+    if status == "ok":
+        return [ResultRecord(**{**base, **row}) for row in main.get("rows", [])]
+    # A failed task still leaves one record: what was asked, how it ended, memory at the time.
+    asked = {k: v for k, v in spec.params.items() if k in ResultRecord.model_fields and k not in base}
+    memory = {str(r): f["memory"] for r, f in sorted(files.items()) if f.get("memory")}
+    peaks = [m.get("cuda_peak_allocated_bytes", m["host_peak_rss_bytes"]) for m in memory.values()]
+    notes = {str(r): f["notes"] for r, f in sorted(files.items()) if f.get("notes")}
+    return [
+        ResultRecord(
+            **base, **asked, status=status, error=error, peak_mem_bytes=peaks or None,
+            extra={"memory_at_failure": memory, "notes": notes},
+        )
+    ]

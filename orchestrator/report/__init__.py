@@ -1,0 +1,1 @@
+"""Stage "report": tables and summaries of stored results for people and scripts."""

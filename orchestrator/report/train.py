@@ -1,0 +1,46 @@
+"""A training benchmark's record as a table: throughput, MFU, memory per rank, model state."""
+
+from __future__ import annotations
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+def _sizes(values) -> str:
+    return ", ".join(_size(v) for v in values) if values else "-"
+
+
+def summary_table(record):
+    """A rich Table of one training record, ok or not."""
+    from rich.table import Table
+
+    extra = record.extra
+    ok = record.status == "ok"
+    title = f"train {record.model} / {record.strategy} x{record.world_size}: [{'green' if ok else 'red'}]{record.status}[/]"
+    table = Table(title=title, show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    rows = [
+        ("micro-batch / seq len", f"{record.micro_batch} / {record.seq_len or '-'}"),
+        ("precision / engine", f"{extra.get('precision', '-')} / {record.params.get('engine', '-')}"),
+    ]
+    if ok:
+        rows += [
+            ("step time", f"{record.step_time_s * 1000:.1f} ms"),
+            ("samples/s", f"{record.samples_per_s:,.1f}"),
+            ("tokens/s", f"{record.tokens_per_s:,.0f}" if record.tokens_per_s else "-"),
+            ("MFU", f"{record.mfu:.1%} (peak: {extra.get('peak_source')})" if record.mfu is not None else "-"),
+            ("peak memory per rank", _sizes(record.peak_mem_bytes)),
+            ("model state per rank", _sizes(record.model_state_bytes)),
+            ("  params / grads / optimizer", " | ".join(_sizes(extra.get(k)) for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))),
+            ("loss first -> last", f"{extra['losses'][0]:.4f} -> {extra['losses'][-1]:.4f}"),
+        ]
+    else:
+        rows += [("peak memory per rank", _sizes(record.peak_mem_bytes)), ("error", (record.error or "")[-600:])]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table

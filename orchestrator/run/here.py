@@ -1,0 +1,47 @@
+"""Run one task now on this machine (`wirewise bench ...`), with a progress bar.
+
+The same wirewise.jobs.launch.run_task that Slurm tasks call does the work; this adds what a
+person at a terminal wants: a progress bar and a fresh run folder. Storing the result is
+the record stage's (wirewise.orchestrator.record.ingest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wirewise.orchestrator.run.folders import new_run_dir
+
+
+def run_here(spec, label: str, quiet: bool = False) -> Path:
+    """Run `spec` (a wirewise.task.TaskSpec) here; returns the path of its result file."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wirewise.jobs.launch import run_task
+
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[step]}"),
+        TimeElapsedColumn(),
+        transient=True,
+        disable=quiet,
+    ) as bar:
+        task = bar.add_task(label, total=None, step="starting ranks")
+
+        def on_progress(done: int, total: int, step: str) -> None:
+            bar.update(task, completed=done, total=total, step=step)
+
+        return run_task(spec, new_run_dir(spec.task_id), on_progress=on_progress)
+
+
+def run_and_record(spec, db: str | None, label: str, quiet: bool = False):
+    """Open the store (before spending minutes on the run), run `spec` here, store its records;
+    returns (records, result file)."""
+    from wirewise.orchestrator.record.ingest import ingest_result_file
+    from wirewise.orchestrator.store import Store
+
+    store = Store(db)
+    result_file = run_here(spec, label, quiet)
+    records, _new = ingest_result_file(store, result_file)
+    return records, result_file

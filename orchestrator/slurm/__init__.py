@@ -1,0 +1,1 @@
+"""What wirewise says to and reads from Slurm: gres.conf lines from a node's wiring."""

@@ -1,0 +1,76 @@
+"""run_task inside a submitit job on the real test Slurm, signalled the way Slurm signals:
+USR2 (preemption, or the warning before the time limit) stays submitit's, which requeues the
+job; SIGTERM (scancel) reaches both submitit's handler and ours, and the task records itself
+as cancelled."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import submitit
+
+from wirewise.jobs.launch import run_task
+from wirewise.task import TaskSpec
+
+LONG = {"ops": ["all_reduce"], "min_bytes": "1M", "max_bytes": "1M", "iters": 10_000_000, "warmup": 0}
+SHORT = {"ops": ["all_reduce"], "min_bytes": "4K", "max_bytes": "4K", "iters": 2, "warmup": 1}
+
+
+class Sweep(submitit.helpers.Checkpointable):
+    """A sweep that, once requeued, runs a short one: the second run proves the requeue."""
+
+    def __call__(self, params: dict, run_root: str) -> str:
+        attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0"))
+        spec = TaskSpec(workload="collective", params=params, nproc_per_node=2, backend="gloo", timeout_s=300)
+        return str(run_task(spec, Path(run_root) / f"attempt{attempt}"))
+
+    def checkpoint(self, params: dict, run_root: str):
+        return submitit.helpers.DelayedSubmission(Sweep(), SHORT, run_root)
+
+
+def _submit(slurm_cluster, tmp_path: Path):
+    executor = submitit.AutoExecutor(folder=tmp_path / "submitit", cluster="slurm")
+    # Over 10 minutes: submitit counts any signal in a shorter job as a timeout (REFERENCE.md).
+    executor.update_parameters(slurm_partition=slurm_cluster.partition, timeout_min=60, cpus_per_task=2)
+    return executor.submit(Sweep(), LONG, str(tmp_path / "runs"))
+
+
+def _wait_for_sweep(tmp_path: Path, limit_s: float = 90) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if list((tmp_path / "runs").glob("attempt0/progress.jsonl")):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the sweep never started")
+
+
+@pytest.mark.slurm
+def test_usr2_is_left_to_submitit_which_requeues(slurm_cluster, tmp_path):
+    job = _submit(slurm_cluster, tmp_path)
+    _wait_for_sweep(tmp_path)
+    subprocess.run(["scancel", "--signal=USR2", job.job_id], check=True)
+    result = json.loads(Path(job.result()).read_text())  # the second run's
+    assert result["status"] == "ok"
+    assert Path(job.result()).parent.name == "attempt1"
+    assert not (tmp_path / "runs" / "attempt0" / "result.json").exists()  # preempted: nothing recorded as done
+
+
+@pytest.mark.slurm
+def test_sigterm_reaches_submitit_and_records_cancelled(slurm_cluster, tmp_path):
+    job = _submit(slurm_cluster, tmp_path)
+    _wait_for_sweep(tmp_path)
+    subprocess.run(["scancel", job.job_id], check=True)
+    result_file = tmp_path / "runs" / "attempt0" / "result.json"
+    deadline = time.monotonic() + 30
+    while not result_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "cancelled"
+    assert "cancelled" in result["records"][0]["error"]
+    log = Path(job.paths.stderr).read_text()
+    assert "Bypassing signal SIGTERM" in log  # submitit's own handler still ran

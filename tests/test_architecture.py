@@ -1,0 +1,159 @@
+"""The seams the code is built on, checked from the source: who may import whom, one name in
+site-packages, and a control plane that starts without torch.
+
+Parts: the contract (`wirewise.*` from contract/), the compute side (`wirewise.jobs`), the
+control plane (`wirewise.orchestrator`, its CLI apart) and the migrations (`wirewise.db`).
+Allowed: contract <- jobs, contract <- orchestrator <- cli; the control plane starts a local
+run through the one entry point `wirewise.jobs.launch`; db <-> store through public names.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+FOLDERS = {"contract": "wirewise", "orchestrator": "wirewise.orchestrator", "jobs": "wirewise.jobs", "db": "wirewise.db"}
+# (importer part, imported part) -> the modules of the imported part it may use
+ALLOWED = {
+    ("contract", "contract"): None,
+    ("jobs", "contract"): None,
+    ("jobs", "jobs"): None,
+    ("orchestrator", "contract"): None,
+    ("orchestrator", "orchestrator"): None,
+    ("orchestrator", "jobs"): {"wirewise.jobs.launch"},
+    ("orchestrator", "db"): {"wirewise.db"},
+    ("cli", "contract"): None,
+    ("cli", "orchestrator"): None,
+    ("cli", "cli"): None,
+    ("db", "orchestrator"): {"wirewise.orchestrator.store.models", "wirewise.orchestrator.store.engine"},
+    ("db", "db"): None,
+}
+
+
+def part_of(module: str) -> str:
+    if module.startswith(("wirewise.orchestrator.cli", "wirewise.orchestrator.__main__")):
+        return "cli"
+    for part in ("orchestrator", "jobs", "db", "templates"):
+        if module == f"wirewise.{part}" or module.startswith(f"wirewise.{part}."):
+            return part
+    return "contract"
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every wirewise module a file imports, at module level or inside functions."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in names if name == "wirewise" or name.startswith("wirewise.")}
+
+
+def resolve(name: str, known: dict[str, Path]) -> str | None:
+    """'wirewise.topology.Topology' -> 'wirewise.topology' (the longest known module prefix)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_no_part_imports_what_it_must_not() -> None:
+    known = modules()
+    wrong = []
+    for module, path in sorted(known.items()):
+        for name in imports_of(path):
+            target = resolve(name, known)
+            if target is None or target == "wirewise" and part_of(module) != "contract" and name == "wirewise":
+                continue
+            key = (part_of(module), part_of(target))
+            if key not in ALLOWED or (ALLOWED[key] is not None and target not in ALLOWED[key]):
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle_between_parts() -> None:
+    """The graph of parts, without the allowed db <-> store pair, has no cycle."""
+    known = modules()
+    edges: dict[str, set[str]] = {}
+    for module, path in known.items():
+        for name in imports_of(path):
+            target = resolve(name, known)
+            if target and part_of(target) != part_of(module) and part_of(module) != "db":
+                edges.setdefault(part_of(module), set()).add(part_of(target))
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in edges.get(start, ()))
+
+    cycles = [part for part in edges if reaches(part, part, set())]
+    assert not cycles, f"import cycle through {cycles}: {edges}"
+
+
+def test_every_package_is_installed_under_wirewise() -> None:
+    """pyproject lists every package folder (a new stage folder must be added there), and only
+    under the one `wirewise` name."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {"templates": "wirewise.templates", **FOLDERS}
+    present = set()
+    for folder, package in folders.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            present.add(".".join([package, *rel.parts]))
+    assert present == listed
+    assert all(name == "wirewise" or name.startswith("wirewise.") for name in listed)
+
+
+def test_bare_names_do_not_import_outside_the_repository(tmp_path: Path) -> None:
+    code = (
+        "import importlib.util as u, sys\n"
+        "print([n for n in ('jobs', 'db', 'templates', 'orchestrator', 'contract') if u.find_spec(n)])\n"
+        "import wirewise.orchestrator.cli.main, wirewise.jobs.launch\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_control_plane_imports_no_torch(tmp_path: Path) -> None:
+    """Every control-plane and contract module imports without torch, deepspeed or transformers."""
+    names = [m for m in modules() if part_of(m) in ("contract", "orchestrator", "cli") and not m.endswith("__main__")]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}: importlib.import_module(name)\n"
+        "print(sorted(m for m in ('torch', 'deepspeed', 'transformers', 'accelerate') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("registry_name", ["OPS", "STRATEGIES", "WORKLOADS"])
+def test_registry_names_resolve_to_code(registry_name: str) -> None:
+    """Every name in the registry points at a module and attribute that exist (checked from
+    source, without importing torch)."""
+    from wirewise import registry
+
+    known = modules()
+    for name, ref in getattr(registry, registry_name).items():
+        module, _, attribute = ref.partition(":")
+        assert module in known, f"{name}: no module {module}"
+        tree = ast.parse(known[module].read_text())
+        defined = {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
+        defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        assert attribute in defined, f"{name}: {module} defines no {attribute}"
