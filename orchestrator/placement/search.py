@@ -1,0 +1,147 @@
+"""Choosing k GPUs out of a node's free ones: every set for nodes up to 16 GPUs, a descent
+through the wiring's hierarchy beyond (72-GPU NVLink domains), checked against the exact
+search wherever both run (tests/placement/test_properties.py).
+
+Sets are ranked, best first, by:
+1. predicted bus bandwidth (measured where the store has it, else the wiring model);
+2. fewest NVLink groups, then the nearest PCIe path, then fewest NUMA nodes;
+3. the bandwidth left among the free GPUs not taken, so the next job finds a connected set
+   and nodes do not fragment (2,3 rather than 5,6 when 0, 1 and 4 of two quads are busy);
+4. the lowest GPU numbers, so the same question always gets the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from itertools import combinations
+
+from wirewise.orchestrator.placement.wiring import Wiring
+
+EXACT_LIMIT = 16  # free GPUs up to which every set is scored
+
+Gpus = tuple[int, ...]
+Predict = Callable[[Gpus], float | None]  # a set's predicted busbw (GB/s)
+
+
+def score(wiring: Wiring, gpus: Gpus, free: Gpus, predict: Predict) -> tuple:
+    """The ranking key of a set (higher is better; ties go to the first set in index order)."""
+    left = tuple(g for g in free if g not in gpus)
+    return (
+        predict(gpus) or 0.0,
+        -wiring.groups_spanned(gpus),
+        -wiring.worst_pcie(gpus),
+        -wiring.numa_spanned(gpus),
+        round(wiring.pair_gbs_sum(left), 3),
+    )
+
+
+def ranked(wiring: Wiring, free: Gpus, k: int, predict: Predict) -> list[Gpus]:
+    """Candidate sets, best first: all of them up to EXACT_LIMIT free GPUs, else the
+    hierarchy's candidates."""
+    sets = combinations(free, k) if len(free) <= EXACT_LIMIT else hierarchy_candidates(wiring, free, k)
+    scored = [(score(wiring, s, free, predict), s) for s in sets]
+    # Stable sort on the key alone keeps index order among equals.
+    scored.sort(key=lambda item: item[0], reverse=True)
+    return [s for _, s in scored]
+
+
+def best_exact(wiring: Wiring, free: Gpus, k: int, predict: Predict) -> Gpus:
+    return _best(wiring, free, combinations(free, k), predict)
+
+
+def best_fast(wiring: Wiring, free: Gpus, k: int, predict: Predict) -> Gpus:
+    return _best(wiring, free, hierarchy_candidates(wiring, free, k), predict)
+
+
+def _best(wiring: Wiring, free: Gpus, sets: Iterable[Gpus], predict: Predict) -> Gpus:
+    best, best_key = None, None
+    for s in sets:
+        key = score(wiring, s, free, predict)
+        if best_key is None or key > best_key:
+            best, best_key = s, key
+    assert best is not None, "callers check that k <= len(free)"
+    return best
+
+
+# -- the fast method ----------------------------------------------------
+def hierarchy_candidates(wiring: Wiring, free: Gpus, k: int) -> list[Gpus]:
+    """One packed set per unit of the wiring's hierarchy that can hold k GPUs.
+
+    The hierarchy: the free GPUs joined by pairs at or above each distinct pair rate (slowest
+    rate first: the whole node; fastest last: NVLink groups), then NUMA nodes. Inside a unit,
+    `_pack` fills k from its sub-units, best fit first, so whole groups stay whole."""
+    levels = _levels(wiring, free)
+    found: dict[Gpus, None] = {}
+
+    def visit(members: Gpus, depth: int) -> None:
+        if len(members) < k:
+            return
+        found[_pack(members, depth, k, levels)] = None
+        if depth < len(levels):
+            for part in levels[depth](members):
+                visit(part, depth + 1)
+
+    visit(tuple(free), 0)
+    return list(found)
+
+
+def _levels(wiring: Wiring, free: Gpus) -> list[Callable[[Gpus], list[Gpus]]]:
+    rates = sorted({wiring.gbs[a][b] for a, b in combinations(free, 2)})
+    levels: list[Callable[[Gpus], list[Gpus]]] = [
+        (lambda members, t=rate: _joined_parts(wiring, members, t)) for rate in rates
+    ]
+    levels.append(lambda members: _numa_parts(wiring, members))
+    return levels
+
+
+def _split(members: Gpus, depth: int, levels) -> list[Gpus]:
+    return levels[depth](members) if depth < len(levels) else [(g,) for g in members]
+
+
+def _pack(members: Gpus, depth: int, k: int, levels) -> Gpus:
+    """k GPUs of a unit: the smallest sub-unit that holds what is still needed, else the
+    largest sub-unit whole, until k are taken."""
+    if len(members) == k:
+        return members
+    if depth >= len(levels):
+        return members[:k]
+    parts = _split(members, depth, levels)
+    if len(parts) == 1:
+        return _pack(members, depth + 1, k, levels)
+    taken: list[int] = []
+    parts = sorted(parts, key=lambda p: (-len(p), p))
+    while len(taken) < k:
+        need = k - len(taken)
+        fitting = [p for p in parts if len(p) >= need]
+        if fitting:
+            smallest = min(fitting, key=lambda p: (len(p), p))
+            taken += _pack(smallest, depth + 1, need, levels)
+            break
+        taken += parts.pop(0)
+    return tuple(sorted(taken))
+
+
+def _joined_parts(wiring: Wiring, members: Gpus, rate: float) -> list[Gpus]:
+    """Components of the members joined by pairs at `rate` GB/s or faster."""
+    parts, seen = [], set()
+    for start in members:
+        if start in seen:
+            continue
+        seen.add(start)
+        part, stack = [start], [start]
+        while stack:
+            gpu = stack.pop()
+            for peer in members:
+                if peer not in seen and wiring.gbs[gpu][peer] >= rate:
+                    seen.add(peer)
+                    part.append(peer)
+                    stack.append(peer)
+        parts.append(tuple(sorted(part)))
+    return parts
+
+
+def _numa_parts(wiring: Wiring, members: Gpus) -> list[Gpus]:
+    by_node: dict[int | None, list[int]] = {}
+    for gpu in members:
+        by_node.setdefault(wiring.numa[gpu], []).append(gpu)
+    return [tuple(part) for part in by_node.values()]
