@@ -37,7 +37,7 @@ def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:
     ctx.progress(len(plan), len(plan), "done")
     if not ctx.is_main:
         return []
-    _add_sweep_averages(rows)
+    add_sweep_averages(rows)
     return rows
 
 
@@ -129,7 +129,7 @@ def _count_wrong(op: Collective, geometry: Geometry, p: CollectiveParams, ctx: R
     return int(total.item())
 
 
-def _add_sweep_averages(rows: list[dict]) -> None:
+def add_sweep_averages(rows: list[dict]) -> None:
     """nccl-tests' closing 'Avg bus bandwidth', per op, on each of that op's rows."""
     by_op: dict[str, list[dict]] = {}
     for row in rows:

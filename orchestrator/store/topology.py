@@ -14,10 +14,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
 from wirewise.topology.classify import classify
 from wirewise.topology.model import Topology
+
+SAVE_ATTEMPTS = 4
 
 
 def save_topology(store: Store, topo: Topology, node: str | None = None) -> tuple[str, bool]:
@@ -27,11 +30,14 @@ def save_topology(store: Store, topo: Topology, node: str | None = None) -> tupl
     from wirewise.topology import node_name
 
     node = node_name(topo, node)
-    try:
-        return _save(store, topo, node)
-    except IntegrityError:
-        # Another process stored the same node or wiring between our read and our write.
-        return _save(store, topo, node)
+    for _ in range(SAVE_ATTEMPTS - 1):
+        try:
+            return _save(store, topo, node)
+        except IntegrityError:
+            # Another process stored the same wiring, node or pair between our read and our write:
+            # read again. Each retry finds one more of the three rows in place.
+            continue
+    return _save(store, topo, node)
 
 
 def _save(store: Store, topo: Topology, node: str) -> tuple[str, bool]:
@@ -101,3 +107,33 @@ def list_topologies(store: Store) -> list[dict[str, Any]]:
             }
             for name, topology, details, first_seen, last_seen in rows
         ]
+
+
+_NODE_FIELDS = ("links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen")
+
+
+def load_topology(store: Store, node: str | None = None, fingerprint: str | None = None) -> Topology:
+    """A stored wiring: the one last seen on `node` (in that node's own GPU numbering), or the
+    wiring whose fingerprint starts with `fingerprint`. UserError when none, or a prefix matches
+    more than one."""
+    with store.session() as session:
+        if node is not None:
+            details = session.scalar(
+                select(NodeTopologyRow.details).join(NodeRow, NodeRow.id == NodeTopologyRow.node_id)
+                .where(NodeRow.name == node).order_by(NodeTopologyRow.last_seen.desc()).limit(1)
+            )
+            if details is None:
+                raise UserError(f"no topology stored for node {node!r}: store it with `wirewise topo save --node {node}` "
+                                "(on that node, or with --from-file)")
+            if "links" in details:
+                fields = {k: details[k] for k in _NODE_FIELDS if k in details}
+                return Topology(**fields, details={k: v for k, v in details.items() if k not in _NODE_FIELDS})
+            fingerprint = session.scalar(
+                select(TopologyRow.fingerprint).join(NodeTopologyRow, NodeTopologyRow.topology_id == TopologyRow.id)
+                .join(NodeRow, NodeRow.id == NodeTopologyRow.node_id).where(NodeRow.name == node)
+            )
+        matches = session.scalars(select(TopologyRow).where(TopologyRow.fingerprint.startswith(fingerprint or ""))).all()
+        if len(matches) != 1:
+            what = "no stored wiring" if not matches else f"{len(matches)} stored wirings"
+            raise UserError(f"{what} with a fingerprint starting {fingerprint!r} (see `wirewise topo list`)")
+        return Topology.model_validate({**matches[0].parsed, "raw_text": matches[0].raw_text})

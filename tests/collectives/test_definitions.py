@@ -89,3 +89,38 @@ def test_pcie_transport_notes_nvls_only_where_nccl_could_use_it():
     assert "NCCL_NVLS_ENABLE=1" in transport_note("pcie", "nccl", 8, "1")
     for args in (("default", "nccl", 8, None), ("pcie", "gloo", 8, None), ("pcie", "nccl", 2, None), ("pcie", "nccl", 8, "0")):
         assert transport_note(*args) is None, args
+
+
+# Rows and footer that nccl-tests 2.17.8 itself printed for all_reduce on 8x H100 SXM
+# (tests/fixtures/nccl-tests/nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt):
+# size (B), time (us), algbw, busbw (GB/s), out of place.
+H100_ROWS = [(1073741824, 4000.82, 268.38, 469.67), (8589934592, 31226.8, 275.08, 481.39)]
+
+
+@pytest.mark.parametrize(("nbytes", "time_us", "algbw", "busbw"), H100_ROWS)
+def test_bandwidths_match_what_nccl_tests_printed(nbytes, time_us, algbw, busbw):
+    """algbw = bytes / time and busbw = algbw x 2(n-1)/n at 8 ranks reproduce nccl-tests' own
+    columns to their printed precision."""
+    from wirewise.jobs.collectives.ops import OPS
+
+    measured_algbw = nbytes / (time_us * 1e-6) / 1e9
+    assert measured_algbw == pytest.approx(algbw, abs=0.01)
+    assert measured_algbw * OPS["all_reduce"].busbw_factor(8) == pytest.approx(busbw, abs=0.02)
+
+
+def test_sweep_average_is_nccl_tests_footer():
+    """'Avg bus bandwidth' over the log's 20 busbw values (10 sizes, out of place and in place) is
+    437.957, as nccl-tests printed it."""
+    from wirewise.jobs.collectives.loop import add_sweep_averages
+    from tests.conftest import FIXTURES
+
+    log = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+    rows = []
+    for line in log.read_text().splitlines():
+        cells = line.split()
+        if len(cells) == 13 and cells[0].isdigit():
+            rows += [{"op": "all_reduce", "busbw_gbs": float(cells[7]), "extra": {}},
+                     {"op": "all_reduce", "busbw_gbs": float(cells[11]), "extra": {}}]
+    add_sweep_averages(rows)
+    assert len(rows) == 20
+    assert {round(r["extra"]["avg_busbw_gbs"], 3) for r in rows} == {437.957}

@@ -34,10 +34,7 @@ def test_rows_follow_nccl_tests_definitions(tmp_path, db_url):
     for row in rows:
         assert row["ranks"] == 3 and row["gpus"] == [] and row["dtype"] == "float32"
         assert row["status"] == "ok" and row["wrong"] == 0, row
-        assert row["algbw_gbs"] == pytest.approx(row["bytes"] / (row["time_us"] * 1e-6) / 1e9)
         assert row["busbw_gbs"] == pytest.approx(row["algbw_gbs"] * BUSBW_FACTOR_AT_3[row["op"]])
-        op_rows = by_op[row["op"]]
-        assert row["avg_busbw_gbs"] == pytest.approx(sum(r["busbw_gbs"] for r in op_rows) / len(op_rows))
     assert [r["in_place"] for r in rows if r["bytes"] == 1024 or r["bytes"] == 1008] == [True, False, False, True, False]
 
 

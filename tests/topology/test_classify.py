@@ -62,21 +62,31 @@ def test_pair_helpers_and_bandwidth_from_generation() -> None:
     assert topo.nvlink_generation == 4 and topo.gpu_model == "NVIDIA H200"
 
 
+# Per-direction GB/s from the vendors' datasheets, which quote both directions together:
+# H100 SXM "NVLink 900 GB/s" (18 links), B200 "1.8 TB/s" (18 links), A100 SXM "600 GB/s"
+# (12 links), V100 SXM2 "300 GB/s" over 6 links (so 2 links: 100 / 2), A100 PCIe "PCIe Gen4:
+# 64 GB/s".
 @pytest.mark.parametrize(
     ("name", "label", "gbs"),
     [
-        ("NVIDIA H100 80GB HBM3", "NV18", 450.0),
-        ("NVIDIA B200", "NV18", 900.0),
-        ("NVIDIA A100-SXM4-80GB", "NV12", 300.0),
-        ("Tesla V100-SXM2-16GB", "NV2", 50.0),
-        (None, "NV4", 100.0),
-        ("NVIDIA A100 80GB PCIe", "PIX", 32.0),
-        ("NVIDIA GeForce RTX 4090", "NODE", 19.2),
+        ("NVIDIA H100 80GB HBM3", "NV18", 900 / 2),
+        ("NVIDIA B200", "NV18", 1800 / 2),
+        ("NVIDIA A100-SXM4-80GB", "NV12", 600 / 2),
+        ("Tesla V100-SXM2-16GB", "NV2", 300 / 6 * 2 / 2),
+        ("NVIDIA A100 80GB PCIe", "PIX", 64 / 2),
     ],
 )
 def test_bandwidth_per_pair(name, label, gbs) -> None:
     topo = Topology(links=matrix(2, lambda i, j: label), gpu_names=[name, name])
     assert topo.bandwidth_gbs(0, 1) == gbs
+
+
+def test_pcie_paths_rank_by_distance() -> None:
+    """One switch beats a host bridge, which beats crossing sockets (nvidia-smi's legend order)."""
+    def pair(label):
+        return Topology(links=matrix(2, lambda i, j: label), gpu_names=["NVIDIA A100 80GB PCIe"] * 2).bandwidth_gbs(0, 1)
+
+    assert pair("PIX") >= pair("PXB") > pair("NODE") >= pair("SYS") > 0
 
 
 def test_measured_pcie_link_beats_the_model_default() -> None:
