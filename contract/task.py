@@ -3,7 +3,7 @@
 Pure pydantic (no torch), so the control plane can build and validate specs on a login node.
 
 A task's id is its key: a hash of what it measures (campaign, workload, parameters, GPUs,
-node, repeat, ranks, backend, environment), so a task planned, resubmitted or requeued is
+node, ranks, backend, environment) and its repeat, so a task planned, resubmitted or requeued is
 recognised as the same task, and planning one spec twice gives the same ids.
 """
 
@@ -18,13 +18,21 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from wirewise.registry import WorkloadName
 
 Backend = Literal["nccl", "gloo"]
-KEY_FIELDS = ("campaign", "workload", "params", "gpus", "node", "repeat", "nproc_per_node", "nnodes", "backend", "env")
+KEY_FIELDS = ("campaign", "workload", "params", "gpus", "node", "nproc_per_node", "nnodes", "backend", "env")
 
 
 def task_key(fields: dict[str, Any]) -> str:
-    """12 hex digits of sha256 over the canonical JSON of the key fields."""
-    text = json.dumps({name: fields.get(name) for name in KEY_FIELDS}, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    """12 hex digits of sha256 over the canonical JSON of the key fields, then the repeat."""
+    return key_with_repeat(canonical_key_text(fields), fields.get("repeat", 0))
+
+
+def canonical_key_text(fields: dict[str, Any]) -> str:
+    return json.dumps({name: fields.get(name) for name in KEY_FIELDS}, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def key_with_repeat(key_text: str, repeat: int) -> str:
+    """Repeats of one measurement share the key text: a planner hashes it once per measurement."""
+    return hashlib.sha256(f"{key_text}#{repeat}".encode()).hexdigest()[:12]
 
 
 class TaskSpec(BaseModel):
@@ -46,6 +54,11 @@ class TaskSpec(BaseModel):
     node: str | None = None  # name recorded with results; default: hostname
     topology_file: str | None = None  # `nvidia-smi topo -m` text to fingerprint instead of probing
 
+    # Not part of the key: how the task was described and run, not what it measures.
+    labels: dict[str, str] = Field(default_factory=dict)  # planner's words (placement, transport), put in every record's params
+    attempt: int = Field(1, ge=1)  # the n-th run of this task (a requeue or a resume runs it again)
+    device_ids: list[str] | None = None  # CUDA_VISIBLE_DEVICES entries for `gpus` where the job numbers GPUs its own way (Slurm cgroups, UUIDs)
+
     @model_validator(mode="after")
     def _gpus_match_ranks(self) -> TaskSpec:
         if self.nproc_per_node < 1 or self.nnodes < 1:
@@ -55,7 +68,7 @@ class TaskSpec(BaseModel):
         if self.backend == "nccl" and not self.gpus:
             raise ValueError("the nccl backend needs GPUs: give --gpus or use --backend gloo")
         if not self.task_id:
-            self.task_id = task_key(self.model_dump(mode="json", include=set(KEY_FIELDS)))
+            self.task_id = task_key(self.model_dump(mode="json", include={*KEY_FIELDS, "repeat"}))
         return self
 
     @property

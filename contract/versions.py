@@ -4,11 +4,29 @@ itself (also from a source checkout), and the NCCL library without torch."""
 from __future__ import annotations
 
 import ctypes
+import functools
+import hashlib
 import importlib.util
 from importlib import metadata
 from pathlib import Path
 
 import wirewise
+
+
+@functools.cache
+def code_hash() -> str:
+    """12 hex digits of sha256 over wirewise's own Python files (every part of the package, by
+    path relative to its part), so two results tell whether the same code measured them."""
+    digest = hashlib.sha256()
+    for name in ("wirewise", "wirewise.orchestrator", "wirewise.jobs"):
+        roots = importlib.util.find_spec(name).submodule_search_locations or []
+        for root in map(Path, roots):
+            for path in sorted(root.rglob("*.py")):
+                if name == "wirewise" and path.relative_to(root).parts[0] in ("orchestrator", "jobs"):
+                    continue  # an installed tree nests the parts under wirewise/: hash each once
+                digest.update(f"{name}/{path.relative_to(root)}\n".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def wirewise_version() -> str:

@@ -173,7 +173,7 @@ class ProgressReader:
                 self.on_progress(event["done"], event["total"], event.get("label", ""))
 
 
-def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader) -> str | None:
+def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, sigterm: SigtermGuard) -> str | None:
     """Wait for the ranks. Returns None when all exited 0, else 'failed', 'timeout' or 'cancelled'."""
     deadline = time.monotonic() + timeout_s
     failed_at: float | None = None
@@ -195,6 +195,7 @@ def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader) -> 
     except (Cancelled, KeyboardInterrupt):
         return "cancelled"
     finally:
+        sigterm.disarm()  # stopping now: a SIGTERM during the kill (a requeue's) must not cut it short
         progress.poll()
         group.kill()
 
@@ -258,13 +259,9 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
 
     node = node_name(topo, spec.node)
 
-    previous = _install_sigterm()
-    try:
+    with SigtermGuard() as sigterm:
         group = RankGroup(spec, layout, run_dir)
-        ended_how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress))
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        ended_how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress), sigterm)
     files = _read_rank_files(run_dir, group.procs)
     status, error = _outcome(ended_how, group, files, run_dir, spec.timeout_s)
     ended = datetime.now(timezone.utc)
@@ -283,23 +280,36 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
     return result_path
 
 
-def _install_sigterm():
-    """scancel sends SIGTERM: stop the ranks and still write the result (as cancelled).
+class SigtermGuard:
+    """While the ranks run, SIGTERM (scancel) stops them and the task is still recorded, as
+    cancelled. It cooperates with whoever handled SIGTERM before: submitit logs and bypasses it,
+    and decides on preemption and timeout in its own USR2 handler, which is left alone; their
+    handler still runs, before ours asks the supervisor to stop. Once the supervisor is stopping
+    (disarmed), SIGTERM only reaches the previous handler."""
 
-    Cooperates with whoever handled SIGTERM before (submitit logs and bypasses it, and decides
-    on preemption and timeout from its own USR2 handler, which is left alone): their handler
-    still runs, after ours has asked the supervisor to stop."""
-    if not _in_main_thread():
-        return None
-    previous = signal.getsignal(signal.SIGTERM)
+    def __init__(self) -> None:
+        self.armed = False
+        self.previous = None
 
-    def _cancel(sig, frame):
-        if callable(previous):
-            previous(sig, frame)
-        raise Cancelled()
+    def __enter__(self) -> SigtermGuard:
+        if _in_main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._handle)
+            self.armed = True
+        return self
 
-    signal.signal(signal.SIGTERM, _cancel)
-    return previous
+    def _handle(self, sig, frame) -> None:
+        if callable(self.previous):
+            self.previous(sig, frame)
+        if self.armed:
+            self.armed = False
+            raise Cancelled()
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _in_main_thread() -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from wirewise.record import ResultRecord
 from wirewise.task import TaskSpec
+from wirewise.versions import code_hash
 
 RECORDED_ENV_PREFIXES = (
     "NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED",
@@ -23,7 +24,8 @@ def gpu_pinning(spec: TaskSpec) -> dict[str, str]:
     (fastest first) differs from nvidia-smi's (PCI bus) on machines with mixed GPU models."""
     if not spec.gpus:
         return {"CUDA_VISIBLE_DEVICES": ""}
-    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, spec.gpus)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    visible = spec.device_ids or [str(gpu) for gpu in spec.gpus]
+    return {"CUDA_VISIBLE_DEVICES": ",".join(visible), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 def recorded_env(spec: TaskSpec) -> dict[str, str]:
@@ -46,10 +48,14 @@ def node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
 
 
 def build_records(spec, files, status, error, topo, topo_error, node, started, ended) -> list[ResultRecord]:
-    """The task's records; each says its backend, and why the probe failed where it did."""
+    """The task's records; each says its backend, its attempt and repeat, a hash of the wirewise
+    code that ran (submitit pickles a reference: code changed between submit and start runs
+    the new code), and why the probe failed where it did."""
     records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
+    code = code_hash()
     for record in records:
-        record.extra["backend"] = spec.backend
+        record.extra.update(backend=spec.backend, attempt=spec.attempt, repeat=spec.repeat)
+        record.versions.setdefault("wirewise_code", code)
         if topo_error:
             record.extra["topology_error"] = topo_error
     return records
@@ -61,7 +67,7 @@ def _records_of_outcome(spec, files, status, error, topo, node, started, ended) 
         task_id=spec.task_id,
         campaign=spec.campaign,
         workload=spec.workload,
-        params=spec.params,
+        params={**spec.params, **spec.labels},
         node=node,
         gpus=spec.gpus,
         gpu_count=len(spec.gpus) * spec.nnodes,

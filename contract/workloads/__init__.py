@@ -8,9 +8,23 @@ the bench commands, the campaign planner and `wirewise run` all call it, so a ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from wirewise.errors import UserError, first_error
+
+Transport = Literal["default", "pcie"]
+
+# What each --transport sets in every rank's environment.
+# pcie: NCCL_P2P_DISABLE=1 turns off NCCL's peer-to-peer transport, over NVLink and PCIe
+# alike; NCCL then moves intra-node traffic through host memory (its SHM transport), i.e.
+# GPU -> PCIe -> host -> PCIe -> GPU: the PCIe path. SHM stays on on purpose: without it
+# NCCL falls back to the network transport (sockets or IB loopback), which measures the
+# NIC, not PCIe. NVLink SHARP (NVLS, NVSwitch multicast) is governed by NCCL_NVLS_ENABLE,
+# which is left exactly as the environment sets it; NCCL never uses NVLS on 2 GPUs.
+TRANSPORT_ENV: dict[str, dict[str, str]] = {
+    "default": {},
+    "pcie": {"NCCL_P2P_DISABLE": "1"},
+}
 
 
 @dataclass(frozen=True)
@@ -42,4 +56,4 @@ def make_task(workload: str, params: dict[str, Any], ranks: Ranks, env: dict[str
         raise first_error(exc, timeout, {"timeout_s": task.get("timeout_s")}) from None
 
 
-__all__ = ["Ranks", "UserError", "make_task"]
+__all__ = ["TRANSPORT_ENV", "Ranks", "Transport", "UserError", "make_task"]

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from wirewise.registry import DEFAULT_OPS, OPS, OpName
-from wirewise.workloads import Ranks, make_task
+from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, make_task
 
 OP_NAMES = tuple(OPS)  # every op, in the order a sweep runs them
 
@@ -22,20 +22,6 @@ ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "bf16": "bfloat16", "half": "float16", "fp16": "float16"}
 
 Dtype = Literal["float32", "bfloat16", "float16"]
-Transport = Literal["default", "pcie"]
-
-# What each --transport sets in every rank's environment.
-# pcie: NCCL_P2P_DISABLE=1 turns off NCCL's peer-to-peer transport, over NVLink and PCIe
-# alike; NCCL then moves intra-node traffic through host memory (its SHM transport), i.e.
-# GPU -> PCIe -> host -> PCIe -> GPU: the PCIe path. SHM stays on on purpose: without it
-# NCCL falls back to the network transport (sockets or IB loopback), which measures the
-# NIC, not PCIe. NVLink SHARP (NVLS, NVSwitch multicast) is governed by NCCL_NVLS_ENABLE,
-# which is left exactly as the environment sets it; NCCL never uses NVLS on 2 GPUs.
-TRANSPORT_ENV: dict[str, dict[str, str]] = {
-    "default": {},
-    "pcie": {"NCCL_P2P_DISABLE": "1"},
-}
-
 
 def transport_note(transport: str, backend: str, world_size: int, nvls_enable: str | None) -> str | None:
     """What --transport pcie does not turn off, where it matters: NVLS on 3+ NCCL ranks

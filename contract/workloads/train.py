@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from wirewise import registry
 from wirewise.errors import UserError
-from wirewise.workloads import Ranks, make_task
+from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, make_task
 from wirewise.models import MODELS, check_data_kind, check_model_name
 
 # auto: bf16-mixed on GPU, fp32 on CPU. bf16-mixed: bf16 compute over fp32 weights (DDP: autocast;
@@ -76,15 +76,15 @@ class TrainParams(BaseModel):
     def total_steps(self) -> int:
         return self.warmup_steps + self.steps
 
-    def to_task(self, ranks: Ranks, **task: Any):
-        """The task for this run on `ranks`; UserError for options that need a GPU on CPU ranks.
-        Every rank runs offline: models are built from configs, nothing is downloaded."""
+    def to_task(self, ranks: Ranks, transport: Transport = "default", **task: Any):
+        """The task for this run on `ranks` over `transport`; UserError for options that need a GPU
+        on CPU ranks. Every rank runs offline: models are built from configs, nothing is downloaded."""
         if ranks.on_cpu and self.engine == "accelerate":
             raise UserError("--engine accelerate runs on GPUs only: on CPU accelerate's FSDP plugin does not shard and "
                             "its DeepSpeed plugin miscounts processes; use --engine native")
         if ranks.on_cpu and self.memory_limit_gb is not None:
             raise UserError("--memory-limit-gb caps GPU memory, and this run has no GPU")
-        return make_task("train", self.model_dump(exclude_none=True), ranks, dict(RANK_ENV), **task)
+        return make_task("train", self.model_dump(exclude_none=True), ranks, {**RANK_ENV, **TRANSPORT_ENV[transport]}, **task)
 
 
 RANK_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

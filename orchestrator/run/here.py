@@ -36,12 +36,15 @@ def run_here(spec, label: str, quiet: bool = False) -> Path:
 
 
 def run_and_record(spec, db: str | None, label: str, quiet: bool = False):
-    """Open the store (before spending minutes on the run), run `spec` here, store its records;
-    returns (records, result file)."""
-    from wirewise.orchestrator.record.ingest import ingest_result_file
+    """Open the store (before spending minutes on the run), run `spec` here, store its records
+    and its task; returns (records, result file). A database that stays busy loses nothing: the
+    error names the result file and `wirewise collect` stores it later."""
+    from wirewise.orchestrator.record.collect import ingest_patiently
     from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.campaigns import record_task
 
     store = Store(db)
     result_file = run_here(spec, label, quiet)
-    records, _new = ingest_result_file(store, result_file)
+    records, _new = ingest_patiently(store, result_file)
+    record_task(store, spec, records[0].status if records else "failed")
     return records, result_file

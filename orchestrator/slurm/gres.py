@@ -48,12 +48,14 @@ def gres_conf(topo: Topology, node: str) -> str:
 
 
 def slurm_features(topo: Topology) -> list[str]:
-    """Node features naming the fabric: the class, 'nvswitch' when proven, 'nvl<generation>'."""
+    """Node features naming the fabric: the class, 'nvswitch' when proven, 'nvl<generation>', and
+    fp-<first 12 hex digits of the fingerprint>."""
     features = [topo.fabric]
     if topo.switched:
         features.append("nvswitch")
     if topo.nvlink_generation and topo.fabric not in ("pcie", "single"):
         features.append(f"nvl{topo.nvlink_generation}")
+    features.append(f"fp-{topo.fingerprint[:12]}")  # one wiring exactly: a campaign's target.fingerprint
     return features
 
 

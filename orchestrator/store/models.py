@@ -27,6 +27,7 @@ class Base(DeclarativeBase):
         dict[str, Any]: JSON,
         list[int]: JSON,
         list[Any]: JSON,
+        list[str]: JSON,
         datetime: DateTime(timezone=True),
     }
 
@@ -84,13 +85,17 @@ class CampaignRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(255), unique=True)
     spec: Mapped[dict[str, Any]]
+    folder: Mapped[str | None] = mapped_column(String(4096))  # spec, plan, task run folders, submitit logs
+    executor: Mapped[str | None] = mapped_column(String(16))  # local | slurm
+    slurm_arrays: Mapped[list[str]] = mapped_column(default=list)  # every array job id submitted: one sacct reads them all
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     tasks: Mapped[list[TaskRow]] = relationship(back_populates="campaign")
 
 
 class TaskRow(Base):
-    """One unit of a campaign: a workload on exact GPUs, tracked through Slurm."""
+    """One task: a workload on exact GPUs. Campaign tasks are tracked through their array element;
+    a `bench` run is a task without a campaign. `key` is the task id (wirewise.task.task_key)."""
 
     __tablename__ = "tasks"
 
@@ -101,6 +106,10 @@ class TaskRow(Base):
     params: Mapped[dict[str, Any]]
     gpus: Mapped[list[int]]
     node: Mapped[str | None] = mapped_column(String(255))
+    placement: Mapped[str | None] = mapped_column(String(64))  # packed | spread | all | explicit | cpu
+    transport: Mapped[str | None] = mapped_column(String(16))
+    repeat: Mapped[int] = mapped_column(default=0)
+    bundle: Mapped[int | None] = mapped_column()  # the array element (bundle) that runs it, in its submission
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
     slurm_job_id: Mapped[str | None] = mapped_column(String(64))
     slurm_array_id: Mapped[str | None] = mapped_column(String(64))

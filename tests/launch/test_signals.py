@@ -40,7 +40,7 @@ def _submit(slurm_cluster, tmp_path: Path):
     return executor.submit(Sweep(), LONG, str(tmp_path / "runs"))
 
 
-def _wait_for_sweep(tmp_path: Path, limit_s: float = 90) -> None:
+def _wait_for_sweep(tmp_path: Path, limit_s: float = 300) -> None:  # the test node may be busy with other tests' jobs
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if list((tmp_path / "runs").glob("attempt0/progress.jsonl")):
@@ -49,9 +49,18 @@ def _wait_for_sweep(tmp_path: Path, limit_s: float = 90) -> None:
     raise AssertionError("the sweep never started")
 
 
-@pytest.mark.slurm
-def test_usr2_is_left_to_submitit_which_requeues(slurm_cluster, tmp_path):
+@pytest.fixture
+def submitted(slurm_cluster, tmp_path):
+    """The long sweep's job; cancelled at the end whatever the test found (it runs for minutes)."""
     job = _submit(slurm_cluster, tmp_path)
+    yield job
+    if not job.done():
+        job.cancel(check=False)
+
+
+@pytest.mark.slurm
+def test_usr2_is_left_to_submitit_which_requeues(submitted, tmp_path):
+    job = submitted
     _wait_for_sweep(tmp_path)
     subprocess.run(["scancel", "--signal=USR2", job.job_id], check=True)
     result = json.loads(Path(job.result()).read_text())  # the second run's
@@ -61,8 +70,8 @@ def test_usr2_is_left_to_submitit_which_requeues(slurm_cluster, tmp_path):
 
 
 @pytest.mark.slurm
-def test_sigterm_reaches_submitit_and_records_cancelled(slurm_cluster, tmp_path):
-    job = _submit(slurm_cluster, tmp_path)
+def test_sigterm_reaches_submitit_and_records_cancelled(submitted, tmp_path):
+    job = submitted
     _wait_for_sweep(tmp_path)
     subprocess.run(["scancel", job.job_id], check=True)
     result_file = tmp_path / "runs" / "attempt0" / "result.json"

@@ -406,6 +406,8 @@ DefMemPerCPU=512
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 # ... and free a cancelled job's resources fast (default 30 s blocks the node ~25 s).
 KillWait=2
+# Small on purpose: campaigns must split longer arrays into chunks numbered from 0.
+MaxArraySize=4
 InactiveLimit=0
 MinJobAge=300
 # Accounting through slurmdbd: sacct must answer (submitit reads job states from it).

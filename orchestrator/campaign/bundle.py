@@ -1,0 +1,60 @@
+"""Stage "run", for campaigns: one array element runs a bundle of tasks one after another on
+the node it holds, each on its planned GPUs, through the one entry point (wirewise.jobs.launch).
+
+A bundle is a list of (task id, attempt). A task is skipped when a run of that attempt or a
+later one has finished (its result file exists, whatever its status), so a requeued bundle
+(preemption: submitit calls `checkpoint`, which resubmits the same bundle) measures nothing
+twice and loses nothing. A run cut short (preempted, node lost) runs again as the next attempt.
+A cancelled task (scancel's SIGTERM, Ctrl-C) ends the bundle: the rest do not start.
+
+The local executor calls the same `run_bundle`; on Slurm, submitit pickles `Bundle`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import submitit
+
+from wirewise.orchestrator.campaign.folder import CampaignFolder
+from wirewise.orchestrator.slurm.gpus import device_ids
+
+Run = tuple[str, int]  # (task id, attempt)
+OnTask = Callable[[str, str], None]  # (task id, status) after each task
+
+
+def run_bundle(folder: str | Path, runs: list[Run], on_task: OnTask | None = None) -> dict[str, str]:
+    """Run the bundle's tasks here; returns {task id: status} of what it ran."""
+    from wirewise.jobs.launch import run_task
+
+    campaign = CampaignFolder(Path(folder))
+    ran: dict[str, str] = {}
+    for task_id, attempt in runs:
+        outcome = campaign.outcome(task_id)
+        if outcome is not None and outcome["attempt"] >= attempt:
+            continue  # finished before a requeue
+        attempt = max(attempt, campaign.attempts(task_id) + 1)
+        spec = campaign.read_task(task_id)
+        spec = spec.model_copy(update={"attempt": attempt, "device_ids": device_ids(spec.gpus, os.environ)})
+        result = run_task(spec, campaign.attempt_dir(task_id, attempt))
+        if not result.exists():
+            continue  # another node of a multi-node task: node 0 writes the result
+        status = json.loads(result.read_text())["status"]
+        campaign.write_outcome(task_id, status, attempt)
+        ran[task_id] = status
+        if on_task is not None:
+            on_task(task_id, status)
+        if status == "cancelled":
+            break
+    return ran
+
+
+class Bundle(submitit.helpers.Checkpointable):
+    """What an array element runs. Checkpointable: on preemption (or the time-limit warning),
+    submitit resubmits the same call, and run_bundle skips what finished."""
+
+    def __call__(self, folder: str, runs: list[Run]) -> dict[str, str]:
+        return run_bundle(folder, runs)

@@ -1,0 +1,233 @@
+"""`wirewise campaign`: plan, submit, follow, collect, resume, cancel and list campaigns.
+Parsing and printing only; the work is in wirewise.orchestrator.campaign."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json
+
+app = command_group(
+    "Campaigns: one YAML spec -> every measurement of a grid, as job arrays on Slurm or here.\n\n"
+    "The spec's format is in docs/campaigns.md; examples are in docs/campaigns/."
+)
+
+SpecArg = Annotated[str, typer.Argument(metavar="SPEC", help="Campaign spec (YAML).")]
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Campaign name (the spec's `name`).")]
+TopologyFileOption = Annotated[str | None, typer.Option("--topology-file", help="Plan on this saved `nvidia-smi topo -m` (one node of the target type).")]
+NodeOption = Annotated[str | None, typer.Option("--node", help="Plan on the wiring stored for this node (`wirewise topo save`).")]
+NameOption = Annotated[str | None, typer.Option("--name", help="Run the spec under this campaign name instead of its own.")]
+GpusOption = Annotated[str | None, typer.Option("--gpus", metavar="K[,K...]", help="GPU counts to sweep instead of the spec's axes.gpus (every workload).")]
+
+
+def _counts(text: str | None) -> list[int] | None:
+    from wirewise.errors import UserError
+
+    if text is None:
+        return None
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise UserError(f"--gpus {text!r}: give GPU counts such as 2 or 2,4,8")
+    return counts
+
+
+@app.command()
+def plan(spec: SpecArg, topology_file: TopologyFileOption = None, node: NodeOption = None, name: NameOption = None,
+         gpus: GpusOption = None, db: DbOption = None, json: JsonOption = False) -> None:
+    """Expand a spec into tasks, each on its exact GPUs; list what cannot be placed and why."""
+    from wirewise.orchestrator.campaign import plan_spec
+    from wirewise.orchestrator.report.campaigns import plan_table
+
+    _, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus))
+    _note_cpu(planned)
+    if json:
+        print_json(planned.to_json())
+        return
+    console().print(plan_table(planned))
+
+
+@app.command()
+def submit(
+    spec: SpecArg,
+    executor: Annotated[str | None, typer.Option("--executor", help="slurm or local [default: the spec's target.executor].")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan and show the arrays and Slurm parameters; record and submit nothing.")] = False,
+    topology_file: TopologyFileOption = None,
+    node: NodeOption = None,
+    name: NameOption = None,
+    gpus: GpusOption = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Record the campaign and submit it: job arrays through submitit (slurm), or run it here (local)."""
+    from wirewise.errors import UserError
+    from wirewise.orchestrator.campaign import plan_spec, submission_for, submit_spec
+    from wirewise.orchestrator.report.campaigns import submitted_lines
+
+    if executor not in (None, "slurm", "local"):
+        raise UserError(f"--executor {executor!r}: choose slurm or local")
+    campaign, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus))
+    _note_cpu(planned)
+    executor = executor or campaign.target.executor
+    if dry_run:
+        gpus = planned.topology.gpus if planned.topology is not None else None
+        runs = [(t.spec.task_id, 1) for t in planned.tasks]
+        report = {"campaign": campaign.name, "executor": executor, "dry_run": True, "skipped": len(planned.skipped),
+                  **submission_for(campaign, gpus, runs, executor, dry_run=True).to_json()}
+    else:
+        from wirewise.orchestrator.store import Store
+
+        with _task_progress(len(planned.tasks), quiet=json or executor != "local") as on_task:
+            report = submit_spec(Store(db), campaign, planned, executor, on_task)
+    if json:
+        print_json(report)
+    else:
+        typer.echo("\n".join(submitted_lines(report)))
+
+
+@app.command()
+def status(
+    name: NameArg,
+    watch: Annotated[bool, typer.Option("--watch", help="Poll until every task has ended, then collect.")] = False,
+    interval: Annotated[float, typer.Option("--interval", min=1.0, help="Seconds between polls with --watch.")] = 10.0,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Tasks per state, from the campaign folder and one Slurm query per poll."""
+    from wirewise.orchestrator.campaign.track import campaign_status, collect_campaign
+    from wirewise.orchestrator.report.campaigns import status_table
+    from wirewise.orchestrator.store import Store
+
+    store = Store(db)
+    state = campaign_status(store, name)
+    if watch:
+        state = _watch(store, name, state, interval, quiet=json)
+        collect_campaign(store, name)
+    if json:
+        print_json(state.to_json())
+    else:
+        console().print(status_table(state))
+
+
+@app.command()
+def collect(name: NameArg, db: DbOption = None, json: JsonOption = False) -> None:
+    """Store the results of finished tasks (again: adds nothing)."""
+    from wirewise.orchestrator.campaign.track import collect_campaign
+    from wirewise.orchestrator.store import Store
+
+    collected, state = collect_campaign(Store(db), name)
+    report = {"campaign": name, "files": collected.files, "records": collected.records, "new_records": collected.new,
+              "counts": state.counts}
+    if json:
+        print_json(report)
+    else:
+        typer.echo(f"campaign {name}: {collected.files} result file(s), {collected.new} new record(s) stored; "
+                   + ", ".join(f"{k} {v}" for k, v in state.counts.items()))
+
+
+@app.command()
+def resume(
+    name: NameArg,
+    include_oom: Annotated[bool, typer.Option("--include-oom", help="Retry tasks that ran out of memory too.")] = False,
+    max_attempts: Annotated[int, typer.Option("--max-attempts", min=1, help="Runs per task at most, the first included.")] = 3,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Submit again exactly the tasks that are missing, failed, cancelled or timed out."""
+    from wirewise.orchestrator.campaign import resume_campaign
+    from wirewise.orchestrator.report.campaigns import submitted_lines
+    from wirewise.orchestrator.store import Store
+
+    with _task_progress(None, quiet=json) as on_task:
+        report = resume_campaign(Store(db), name, include_oom, max_attempts, on_task)
+    if json:
+        print_json(report)
+        return
+    if not report["resubmitted"]:
+        typer.echo(f"campaign {name}: nothing to resubmit")
+    else:
+        typer.echo("\n".join(submitted_lines(report)))
+    if report["attempt_limit_reached"]:
+        typer.echo(f"{len(report['attempt_limit_reached'])} task(s) left out: they ran {max_attempts} times (--max-attempts)")
+
+
+@app.command()
+def cancel(name: NameArg, db: DbOption = None, json: JsonOption = False) -> None:
+    """Cancel the campaign's arrays still in Slurm (or stop its run here)."""
+    from wirewise.orchestrator.campaign import cancel_campaign
+    from wirewise.orchestrator.store import Store
+
+    report = cancel_campaign(Store(db), name)
+    if json:
+        print_json(report)
+    elif report.get("stopped_local_run"):
+        typer.echo(f"campaign {name}: asked the local run (pid {report['stopped_local_run']}) to stop")
+    else:
+        arrays = report["cancelled_arrays"]
+        typer.echo(f"campaign {name}: cancelled {', '.join(arrays)}" if arrays else f"campaign {name}: nothing running")
+
+
+@app.command("list")
+def list_(db: DbOption = None, json: JsonOption = False) -> None:
+    """Stored campaigns, newest first, with their tasks per state as last seen."""
+    from wirewise.orchestrator.report.campaigns import campaigns_table
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.campaigns import list_campaigns
+
+    rows = list_campaigns(Store(db))
+    if json:
+        print_json(rows)
+    elif not rows:
+        typer.echo("no campaigns stored yet; run `wirewise campaign submit SPEC`")
+    else:
+        console().print(campaigns_table(rows))
+
+
+def _note_cpu(planned) -> None:
+    if planned.topology is None:
+        typer.echo("wirewise: note: no NVIDIA GPU or driver here: the tasks run as CPU ranks (gloo)", err=True)
+
+
+def _watch(store, name, state, interval: float, quiet: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wirewise.orchestrator.campaign.track import campaign_status
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), disable=quiet) as bar:
+        task = bar.add_task(name, total=len(state.tasks), counts="")
+        while True:
+            finished = sum(1 for t in state.tasks if t.status not in ("running", "pending"))
+            bar.update(task, completed=finished, counts=" ".join(f"{k} {v}" for k, v in state.counts.items()))
+            if state.done:
+                return state
+            time.sleep(interval)
+            state = campaign_status(store, name)
+
+
+class _task_progress:
+    """A progress bar over tasks run here (local executor); yields the per-task callback."""
+
+    def __init__(self, total: int | None, quiet: bool) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("[bold]tasks"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[last]}"), TimeElapsedColumn(), disable=quiet, transient=True)
+        self.total = total
+
+    def __enter__(self):
+        self.progress.__enter__()
+        task = self.progress.add_task("tasks", total=self.total, last="")
+
+        def on_task(task_id: str, status: str) -> None:
+            self.progress.update(task, advance=1, last=f"{task_id} {status}")
+
+        return on_task
+
+    def __exit__(self, *exc):
+        return self.progress.__exit__(*exc)

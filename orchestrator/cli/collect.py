@@ -1,0 +1,31 @@
+"""`wirewise collect PATH...`: store result files left on disk (a run whose database was busy,
+a campaign folder copied from a cluster). Idempotent: collecting twice adds nothing."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json
+
+
+def collect(
+    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Result files, or folders to search for result.json.")],
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Store result files (and the wiring they ran on) in the database."""
+    from wirewise.orchestrator.record.collect import collect as store_files, result_files
+    from wirewise.orchestrator.store import Store
+
+    files = result_files(paths)
+    store = Store(db)
+    summary = store_files(store, files)
+    if json:
+        print_json({"files": summary.files, "records": summary.records, "new_records": summary.new,
+                    "statuses": summary.statuses, "db": store.safe_url})
+        return
+    statuses = ", ".join(f"{k} {v}" for k, v in summary.statuses.items()) or "none found"
+    typer.echo(f"{summary.files} result file(s) ({statuses}): {summary.new} new record(s) of {summary.records} "
+               f"stored in {store.safe_url}")

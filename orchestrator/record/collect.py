@@ -1,0 +1,77 @@
+"""Store result files that are on disk: `wirewise collect PATH...`, `campaign collect`, and the
+end of every `bench` run take this one path.
+
+A result file is never lost to a busy database: ingest waits (SQLite's busy timeout) and
+retries for up to COLLECT_PATIENCE_S, and if the database stays busy it says where the file is
+and how to store it later. Storing is idempotent (record ids), so collecting twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.exc import OperationalError
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.record.ingest import ingest_result_file
+from wirewise.orchestrator.store import Store
+from wirewise.record import ResultRecord
+
+RESULT_NAME = "result.json"
+COLLECT_PATIENCE_S = 600.0
+RETRY_PAUSE_S = 2.0
+
+
+@dataclass
+class Collected:
+    files: int = 0
+    records: int = 0
+    new: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def result_files(paths: list[str | Path]) -> list[Path]:
+    """Result files named, or found (as result.json) under the folders named; UserError for a
+    path that is neither."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(path.rglob(RESULT_NAME)))
+        else:
+            raise UserError(f"{raw}: no such file or folder (give result files or run folders)")
+    return found
+
+
+def ingest_patiently(store: Store, path: Path, patience_s: float = COLLECT_PATIENCE_S) -> tuple[list[ResultRecord], int]:
+    """ingest_result_file, retried while the database is locked; UserError naming the file
+    when it stays locked or the file is not a result file."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return ingest_result_file(store, path)
+        except OperationalError as exc:
+            if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                raise
+            if time.monotonic() > deadline:
+                raise UserError(f"the database stayed busy for {patience_s:g} s; the results are safe in {path}: "
+                                f"store them later with `wirewise collect {path}`") from None
+            time.sleep(RETRY_PAUSE_S)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{path}: not a wirewise result file ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+
+
+def collect(store: Store, files: list[Path]) -> Collected:
+    summary = Collected()
+    for path in files:
+        records, new = ingest_patiently(store, path)
+        summary.files += 1
+        summary.records += len(records)
+        summary.new += new
+        status = records[0].status if records else "empty"
+        summary.statuses[status] = summary.statuses.get(status, 0) + 1
+    return summary

@@ -1,0 +1,104 @@
+"""A campaign through the local executor, as `make demo` runs it: CPU ranks (gloo) as real
+processes, results in a real SQLite file, then status, collect, resume and list."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import wirewise, wirewise_json
+
+SWEEP = {"ops": ["all_reduce", "all_gather"], "min_bytes": "4K", "max_bytes": "8K", "iters": 2, "warmup": 1, "check": True}
+
+
+def test_local_campaign_end_to_end(tmp_path, db_url):
+    broken = tmp_path / "alpaca.json"
+    broken.write_text("[{\"instruction\": ")  # a data file that exists but is cut off: its task fails on the ranks
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "local-t",
+        "workloads": [
+            {"collectives": SWEEP},
+            {"train": {"models": ["tiny-mistral"], "strategies": ["ddp"], "batch_size": 2, "steps": 1,
+                       "warmup_steps": 1, "data": str(broken)}},
+        ],
+        "axes": {"gpus": [2], "repeats": 2},
+        "target": {"executor": "local", "timeout_s": 300},
+    }))
+    env = {"WIREWISE_RUNS": str(tmp_path / "runs"), "CUDA_VISIBLE_DEVICES": ""}
+    run = lambda *args: wirewise_json(*args, "--db", db_url, env=env, cwd=tmp_path)  # noqa: E731
+
+    submitted = wirewise("campaign", "submit", str(spec), "--executor", "local", "--db", db_url, "--json", env=env, cwd=tmp_path)
+    assert submitted.returncode == 0, submitted.stderr
+    report = json.loads(submitted.stdout)
+    assert report["tasks"] == 4 and report["counts"] == {"ok": 2, "failed": 2}
+    folder = Path(report["folder"])
+    assert folder == (tmp_path / "runs" / "campaigns" / "local-t")
+
+    status = run("campaign", "status", "local-t")
+    by_task = {t["task_id"]: t for t in status["tasks"]}
+    assert status["done"] and status["counts"] == {"ok": 2, "failed": 2}
+
+    rows = sqlite3.connect(db_url.removeprefix("sqlite:///")).execute(
+        "SELECT campaign, task_id, status, params, extra, env FROM results").fetchall()
+    assert {r[0] for r in rows} == {"local-t"}
+    for campaign, task_id, status_, params, extra, env_ in rows:
+        params, extra = json.loads(params), json.loads(extra)
+        assert params["placement"] == "cpu" and params["transport"] == "default"
+        assert extra["attempt"] == 1 and extra["repeat"] in (0, 1)
+        assert by_task[task_id]["status"] == status_
+    stored = len(rows)
+
+    # collecting again, by campaign or by folder, adds nothing
+    assert run("campaign", "collect", "local-t")["new_records"] == 0
+    assert run("collect", str(folder))["new_records"] == 0
+
+    # resume runs exactly the two failed tasks again, as attempt 2
+    failed = {t for t, s in by_task.items() if s["status"] == "failed"}
+    resumed = run("campaign", "resume", "local-t", "--max-attempts", "2")
+    assert resumed["resubmitted"] == 2
+    after = {t["task_id"]: t for t in run("campaign", "status", "local-t")["tasks"]}
+    assert {t for t, s in after.items() if s["attempt"] == 2} == failed
+    assert all(after[t]["attempt"] == 1 and after[t]["status"] == "ok" for t in by_task if t not in failed)
+    attempts = sqlite3.connect(db_url.removeprefix("sqlite:///")).execute(
+        "SELECT json_extract(extra, '$.attempt'), count(*) FROM results GROUP BY 1").fetchall()
+    assert dict(attempts) == {1: stored, 2: 2}
+
+    # the attempt limit is reached: nothing more to resubmit, and it says which
+    again = run("campaign", "resume", "local-t", "--max-attempts", "2")
+    assert again["resubmitted"] == 0 and sorted(again["attempt_limit_reached"]) == sorted(failed)
+
+    listed = run("campaign", "list")
+    assert [(c["name"], c["tasks"], c["counts"]) for c in listed] == [("local-t", 4, {"ok": 2, "failed": 2})]
+
+
+def test_unknown_campaign_is_one_line(db_url):
+    for verb in ("status", "collect", "resume", "cancel"):
+        proc = wirewise("campaign", verb, "nope", "--db", db_url)
+        assert proc.returncode == 2 and proc.stderr.strip() == "wirewise: error: no campaign named 'nope' " \
+            "(none stored yet: `wirewise campaign submit SPEC`)", proc.stderr
+
+
+def test_collect_refuses_what_is_not_there(tmp_path, db_url):
+    proc = wirewise("collect", str(tmp_path / "missing"), "--db", db_url)
+    assert proc.returncode == 2 and "no such file or folder" in proc.stderr
+    junk = tmp_path / "result.json"
+    junk.write_text("{}")
+    proc = wirewise("collect", str(junk), "--db", db_url)
+    assert proc.returncode == 2 and "not a wirewise result file" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_bench_runs_record_their_task(tmp_path, db_url):
+    """A `bench` run is a task without a campaign: running the same one twice is one task row
+    with two attempts (its id is its key)."""
+    args = ["bench", "collectives", "--backend", "gloo", "--nproc", "2", "-b", "1K", "-e", "1K", "--ops", "all_reduce",
+            "--iters", "1", "--warmup", "0", "--db", db_url]
+    env = {"WIREWISE_RUNS": str(tmp_path / "runs")}
+    first = wirewise_json(*args, env=env)
+    wirewise_json(*args, env=env)
+    tasks = sqlite3.connect(db_url.removeprefix("sqlite:///")).execute(
+        "SELECT key, campaign_id, status, attempts, workload FROM tasks").fetchall()
+    assert tasks == [(first[0]["task_id"], None, "ok", 2, "collective")]
