@@ -20,8 +20,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from wirewise.atomic import write_json_atomic
-from wirewise.task import TaskSpec
+
+if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
+    from wirewise.task import TaskSpec
 
 RESULT = "result.json"
 OUTCOME = "outcome.json"
@@ -40,6 +44,8 @@ class CampaignFolder:
         write_json_atomic(folder / "spec.json", spec.model_dump(mode="json"))
 
     def read_task(self, task_id: str) -> TaskSpec:
+        from wirewise.task import TaskSpec
+
         return TaskSpec.model_validate_json((self.task_dir(task_id) / "spec.json").read_text())
 
     def attempts(self, task_id: str) -> int:

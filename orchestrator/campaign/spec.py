@@ -187,9 +187,10 @@ class Target(BaseModel):
 
     @field_validator("folder")
     @classmethod
-    def _no_newline(cls, value: str | None) -> str | None:
-        if value is not None and ("\n" in value or "\0" in value):
-            raise ValueError("a folder path cannot hold a newline")
+    def _plain_path(cls, value: str | None) -> str | None:
+        """submitit writes the folder into its sbatch script: no character a shell would act on."""
+        if value is not None and not re.fullmatch(r"[\w./~+@%=, -]+", value):
+            raise ValueError(f"{value!r} is not a plain path (letters, digits, / . _ - ~ + @ % = , and spaces)")
         return value
 
     @property

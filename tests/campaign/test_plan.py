@@ -104,6 +104,8 @@ def test_the_shipped_specs_plan(tmp_path):
         ({"target": {"executor": "slurm", "account": "a;b"}}, "target.account:"),
         ({"target": {"executor": "slurm", "constraint": "nvswitch$(id)"}}, "target.constraint:"),
         ({"target": {"time": "one hour"}}, "target.time:"),
+        ({"target": {"folder": "/tmp/x$(touch pwned)"}}, "target.folder: '/tmp/x$(touch pwned)' is not a plain path"),
+        ({"target": {"folder": "/tmp/a\nb"}}, "target.folder:"),
     ],
 )
 def test_bad_specs_name_the_field_and_record_nothing(tmp_path, db_url, doc, expected):
@@ -125,3 +127,14 @@ def test_unreadable_and_malformed_specs(tmp_path):
     broken.write_text("name: [unclosed\n")
     proc = wirewise("campaign", "plan", str(broken))
     assert proc.returncode == 2 and "not valid YAML" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_multi_node_tasks_are_one_element_each(tmp_path):
+    """nodes: 2 runs every task as its own job on two nodes, one supervisor per node."""
+    spec = write_spec(tmp_path, axes={"gpus": [4], "repeats": 3}, target={"executor": "slurm", "nodes": 2, "tasks_per_element": 8})
+    report = wirewise_json("campaign", "submit", str(spec), "--topology-file", str(NVL_QUADS), "--dry-run")
+    assert report["tasks"] == 3 and report["bundles"] == 3
+    parameters = report["parameters"]
+    assert parameters["nodes"] == 2 and parameters["tasks_per_node"] == 1 and parameters["gpus_per_node"] == 8
+    assert parameters["slurm_exclusive"] is True and parameters["mem_gb"] == 0
+    assert all(t["nodes"] == 2 for t in plan(spec)["tasks"])
