@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from tests.conftest import wirewise
+from wirewise.db import HEAD
 
 
 def test_cli_module_does_not_import_torch():
@@ -20,7 +21,7 @@ def test_db_info_creates_the_default_sqlite_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert (tmp_path / "wirewise.db").exists()
-    assert info["revision"] == info["head"] == "0001"
+    assert info["revision"] == info["head"] == HEAD  # the newest migration in db/versions
     assert info["rows"]["results"] == 0
 
 
@@ -35,7 +36,7 @@ def test_db_upgrade_reports_current(tmp_path):
     url = f"sqlite:///{tmp_path / 'w.db'}"
     first = wirewise("db", "upgrade", "--db", url)
     second = wirewise("db", "upgrade", "--db", url)
-    assert "empty -> 0001" in first.stdout
+    assert f"empty -> {HEAD}" in first.stdout
     assert "is current" in second.stdout
 
 
