@@ -29,6 +29,7 @@ def collectives(
     dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")] = "float32",
     check: Annotated[bool, typer.Option("--check", help="Verify every size and count wrong elements (nccl-tests -c 1).")] = False,
     transport: Annotated[str, typer.Option("--transport", help="default: NCCL as configured; pcie: no NVLink peer-to-peer (NCCL_P2P_DISABLE=1).")] = "default",
+    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help="Capture each size's timed calls in a CUDA graph and replay it (nccl-tests -G): no host launch cost. NCCL only.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds before the whole run is stopped and recorded as timeout.")] = 600.0,
     topology_file: Annotated[Path | None, typer.Option("--topology-file", help="Saved `nvidia-smi topo -m` text to fingerprint, when NVML cannot see the wiring.")] = None,
     db: DbOption = None,
@@ -44,7 +45,7 @@ def collectives(
     from wirewise.workloads.collective import CollectiveParams, transport_note
 
     raw = dict(ops=ops, min_bytes=min_bytes, max_bytes=max_bytes, step_factor=step_factor, iters=iters,
-               warmup=warmup, dtype=dtype, check=check, transport=transport)
+               warmup=warmup, dtype=dtype, check=check, transport=transport, cuda_graph=cuda_graph)
     try:
         params = CollectiveParams.model_validate(raw)
     except ValidationError as exc:
