@@ -50,6 +50,7 @@ def collectives(
         params = CollectiveParams.model_validate(raw)
     except ValidationError as exc:
         raise first_error(exc, _FLAGS, raw) from None
+    _check_shell_env(params.transport)
     ranks = choose_ranks(gpus, nproc, backend, default_ranks=None)
     spec = params.to_task(ranks, timeout_s=timeout, topology_file=checked_topology_file(topology_file))
     note = transport_note(params.transport, spec.backend, spec.world_size, os.environ.get("NCCL_NVLS_ENABLE"))
@@ -67,6 +68,18 @@ def collectives(
         what = f"{failed[0].status}: {failed[0].error}" if failed else "returned no rows"
         sys.stderr.write(f"wirewise: collectives run {what}\nwirewise: rank logs in {result_file.parent.resolve()}\n")
         raise typer.Exit(1)
+
+
+def _check_shell_env(transport: str) -> None:
+    """A shell that sets what the other transport means would record rows under the wrong one."""
+    from wirewise.errors import UserError
+    from wirewise.record import RECORDED_ENV_PREFIXES
+    from wirewise.workloads.collective import transport_env
+
+    try:
+        transport_env(transport, {k: v for k, v in os.environ.items() if k.startswith(RECORDED_ENV_PREFIXES)})
+    except ValueError as exc:
+        raise UserError(f"this shell's environment: {exc}") from None
 
 
 _FLAGS = {"min_bytes": "-b", "max_bytes": "-e", "step_factor": "-f", "ops": "--ops", "iters": "--iters",

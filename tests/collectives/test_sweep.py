@@ -149,3 +149,12 @@ def test_cuda_graph_on_cpu_ranks_is_refused_before_anything_runs(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == "wirewise: error: --cuda-graph needs the nccl backend (a CUDA graph captures GPU work); this run uses gloo\n"
     assert not runs.exists() and not db.exists()
+
+
+def test_a_shell_that_turns_p2p_off_cannot_record_the_default_transport(db_url):
+    """NCCL_P2P_DISABLE=1 in the shell is --transport pcie: stored as default, those rows would
+    mix with NVLink rows in every query by transport (the same rule `import nccl-tests` keeps)."""
+    proc = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "--db", db_url, env={"NCCL_P2P_DISABLE": "1"})
+    assert proc.returncode == 2
+    assert proc.stderr == ("wirewise: error: this shell's environment: NCCL_P2P_DISABLE=1 is what --transport pcie sets: "
+                           "give --transport pcie, not default\n")
