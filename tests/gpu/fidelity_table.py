@@ -19,6 +19,8 @@ import argparse
 import json
 import sys
 
+from verdict import report  # tests/gpu/verdict.py, beside this script
+
 LATENCY_BOUND = 512 * 1024
 BOTH_FORMS = ("all_gather", "reduce_scatter")
 
@@ -34,13 +36,7 @@ def main() -> int:
     floor = {(r["op"], r["bytes"], r["in_place"]): r for r in json.load(open(args.floor))} if args.floor else {}
     problems = _problems(eager, graph)
     lines = _table(eager, graph, floor)
-    print("\n".join(lines))
-    if args.markdown:
-        with open(args.markdown, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
-    for problem in problems:
-        print(f"FAILED: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return report(lines, problems, args.markdown)
 
 
 def _by_key(rows: list[dict]) -> dict[tuple, dict]:

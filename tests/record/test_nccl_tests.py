@@ -123,8 +123,8 @@ def test_import_bad_input_is_one_line_and_exit_2(tmp_path, db_url):
 
 
 # A real log from 2x H200 (NV18) run with NCCL_P2P_DISABLE=1, which the log itself does not show.
-P2P_OFF_LOG = LOGS / "nccl-all_reduce-h200-2gpu-nv18-nccltests-2.19.6-p2p-disabled.txt"
-H200_TOPO = LOGS / "h200-2gpu-nv18-topo.txt"
+P2P_OFF_LOG = FIXTURES / "measured-2xh200" / "nccl-tests-all_reduce-pcie.txt"
+H200_TOPO = FIXTURES / "measured-2xh200" / "topo.txt"
 
 
 def test_import_records_transport_and_environment_like_a_native_run(db_url):
