@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -75,7 +76,7 @@ def _plan(p: CollectiveParams, world_size: int) -> list[tuple[Collective, Geomet
 
 def _measure(op: Collective, geometry: Geometry, in_place: bool, p: CollectiveParams, ctx: RankContext, values: Values) -> dict:
     send, recv = op.buffers(geometry.count, ctx.rank, values, in_place)
-    call = lambda: op(send, recv)  # noqa: E731 - one call on these buffers, eager or captured
+    call = partial(op, send, recv)  # one call on these buffers, issued eagerly or captured
     # A graph capture is never an op's first call: NCCL sets up its connections on first use.
     for _ in range(max(p.warmup, 1 if p.cuda_graph else 0)):
         call()
@@ -161,7 +162,7 @@ def _count_wrong(op: Collective, geometry: Geometry, in_place: bool, p: Collecti
     if p.corrupt_rank == ctx.rank:
         send[0] += 1  # the documented test hook (CollectiveParams.corrupt_rank)
     if p.cuda_graph:
-        _captured(lambda: op(send, recv), 1).replay()
+        _captured(partial(op, send, recv), 1).replay()
         torch.cuda.synchronize(values.device)
     else:
         op(send, recv)
