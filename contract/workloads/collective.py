@@ -23,21 +23,6 @@ DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "bf16": "bfloat16", "hal
 
 Dtype = Literal["float32", "bfloat16", "float16"]
 
-def transport_env(transport: str, env: dict[str, str]) -> dict[str, str]:
-    """The environment a run on `transport` records: `env` (what else was set) with the
-    transport's own settings. ValueError where `env` contradicts the transport or is what
-    another transport sets: such a row would be stored under the wrong transport and mix
-    with the other transport's rows in every query by transport."""
-    for name, settings in TRANSPORT_ENV.items():
-        if name != transport and settings and all(env.get(k) == v for k, v in settings.items()):
-            given = " ".join(f"{k}={v}" for k, v in settings.items())
-            raise ValueError(f"{given} is what --transport {name} sets: give --transport {name}, not {transport}")
-    for key, value in TRANSPORT_ENV[transport].items():
-        if env.get(key, value) != value:
-            raise ValueError(f"--transport {transport} sets {key}={value}, but {key}={env[key]} was given")
-    return {**env, **TRANSPORT_ENV[transport]}
-
-
 def transport_note(transport: str, backend: str, world_size: int, nvls_enable: str | None) -> str | None:
     """What --transport pcie does not turn off, where it matters: NVLS on 3+ NCCL ranks
     (`nvls_enable` is NCCL_NVLS_ENABLE as the ranks will see it, None when unset)."""

@@ -74,7 +74,7 @@ def _check_shell_env(transport: str) -> None:
     """A shell that sets what the other transport means would record rows under the wrong one."""
     from wirewise.errors import UserError
     from wirewise.record import RECORDED_ENV_PREFIXES
-    from wirewise.workloads.collective import transport_env
+    from wirewise.workloads import transport_env
 
     try:
         transport_env(transport, {k: v for k, v in os.environ.items() if k.startswith(RECORDED_ENV_PREFIXES)})

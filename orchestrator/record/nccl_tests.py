@@ -123,7 +123,7 @@ class HowItRan:
     @classmethod
     def from_options(cls, transport: str, pairs: list[str]) -> HowItRan:
         """--transport and the --env pairs, checked; UserError names the bad one."""
-        from wirewise.workloads.collective import TRANSPORT_ENV
+        from wirewise.workloads import TRANSPORT_ENV
 
         if transport not in TRANSPORT_ENV:
             raise UserError(f"--transport {transport!r}: choose one of {', '.join(TRANSPORT_ENV)}")
@@ -139,7 +139,7 @@ class HowItRan:
 
     def env_of(self, section: Section, file_name: str) -> dict[str, str]:
         """The section's recorded environment: the log's own lines, --env, the transport's settings."""
-        from wirewise.workloads.collective import transport_env
+        from wirewise.workloads import transport_env
 
         for key, value in self.env.items():
             if section.env.get(key, value) != value:
