@@ -14,6 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The environment variables a record's `env` keeps: what changes how NCCL and torch move data.
+RECORDED_ENV_PREFIXES = (
+    "NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED",
+)
+
 Status = Literal["ok", "oom", "failed", "timeout", "cancelled"]
 Workload = Literal["collective", "train"]
 Source = Literal["wirewise", "nccl-tests"]

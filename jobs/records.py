@@ -10,14 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from wirewise.record import ResultRecord
+from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord
 from wirewise.task import TaskSpec
 from wirewise.versions import code_hash
-
-RECORDED_ENV_PREFIXES = (
-    "NCCL_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS", "TORCH_DISTRIBUTED",
-)
-
 
 def gpu_pinning(spec: TaskSpec) -> dict[str, str]:
     """The GPUs every rank sees, numbered as nvidia-smi numbers them: CUDA's default order

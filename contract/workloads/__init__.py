@@ -27,6 +27,21 @@ TRANSPORT_ENV: dict[str, dict[str, str]] = {
 }
 
 
+def transport_env(transport: str, env: dict[str, str]) -> dict[str, str]:
+    """The environment a run on `transport` records: `env` (what else was set) with the
+    transport's own settings. ValueError where `env` contradicts the transport or is what
+    another transport sets: such a row would be stored under the wrong transport and mix
+    with the other transport's rows in every query by transport."""
+    for name, settings in TRANSPORT_ENV.items():
+        if name != transport and settings and all(env.get(k) == v for k, v in settings.items()):
+            given = " ".join(f"{k}={v}" for k, v in settings.items())
+            raise ValueError(f"{given} is what --transport {name} sets: give --transport {name}, not {transport}")
+    for key, value in TRANSPORT_ENV[transport].items():
+        if env.get(key, value) != value:
+            raise ValueError(f"--transport {transport} sets {key}={value}, but {key}={env[key]} was given")
+    return {**env, **TRANSPORT_ENV[transport]}
+
+
 @dataclass(frozen=True)
 class Ranks:
     """How a task's ranks sit on one node: the physical GPUs (one rank each; [] = CPU ranks),
@@ -56,4 +71,4 @@ def make_task(workload: str, params: dict[str, Any], ranks: Ranks, env: dict[str
         raise first_error(exc, timeout, {"timeout_s": task.get("timeout_s")}) from None
 
 
-__all__ = ["TRANSPORT_ENV", "Ranks", "Transport", "UserError", "make_task"]
+__all__ = ["TRANSPORT_ENV", "Ranks", "Transport", "UserError", "make_task", "transport_env"]

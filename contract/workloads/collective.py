@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from wirewise.registry import DEFAULT_OPS, OPS, OpName
-from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, make_task
+from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, UserError, make_task
 
 OP_NAMES = tuple(OPS)  # every op, in the order a sweep runs them
 
@@ -89,6 +89,10 @@ class CollectiveParams(BaseModel):
     dtype: Dtype = "float32"  # nccl-tests' default type is float
     check: bool = False  # -c: verify every size and count wrong elements
     transport: Transport = "default"  # recorded; the environment it implies is TRANSPORT_ENV[transport]
+    # nccl-tests' -G: the timed calls of each size captured once into a CUDA graph and replayed,
+    # so the host's launch cost leaves the figure. Off by default: eager calls are what a
+    # PyTorch job pays. NCCL only (to_task refuses it elsewhere).
+    cuda_graph: bool = False
 
     # Test hook, not a user option: this rank adds 1 to the first element of its input before
     # the checked call, so the real check must find the corruption in what the collective returns.
@@ -127,6 +131,10 @@ class CollectiveParams(BaseModel):
 
     def to_task(self, ranks: Ranks, **task: Any):
         """The task for this sweep on `ranks`: the transport's environment in every rank; the
-        test hook (corrupt_rank) is passed on only when set."""
+        test hook (corrupt_rank) is passed on only when set. A CUDA graph needs NCCL ranks."""
+        if self.cuda_graph and ranks.backend != "nccl":
+            raise UserError(
+                f"--cuda-graph needs the nccl backend (a CUDA graph captures GPU work); this run uses {ranks.backend}"
+            )
         params = self.model_dump(mode="json", exclude={"corrupt_rank"} if self.corrupt_rank is None else set())
         return make_task("collective", params, ranks, dict(TRANSPORT_ENV[self.transport]), **task)

@@ -1,20 +1,27 @@
 """The one timing and checking loop, after nccl-tests' src/common.cu, through torch.distributed.
 
-For every op and every size of the sweep, on every rank:
+For every op, every size of the sweep and every form torch has for the op (out of place,
+in place: ops/base.py), on every rank:
 1. buffers filled with known values (wirewise.jobs.collectives.data), then `warmup` untimed calls;
 2. `iters` calls back to back, timed after a barrier so the ranks start together: CUDA
    events around the batch on a GPU (the device's clock, no host jitter), time.perf_counter
-   on CPU (gloo calls return when done);
+   on CPU (gloo calls return when done). With `cuda_graph` (nccl-tests' -G), the `iters`
+   calls are captured once into a CUDA graph, replayed once untimed (the first launch
+   uploads the graph) and then timed as one replay: the host's cost of launching each call
+   leaves the measurement, as it leaves nccl-tests' with -G;
 3. the size's time is the mean over ranks of each rank's time per call, as nccl-tests
    reports it by default (-a 1); the slowest rank's time is kept in `extra` too;
-4. with `check`: fresh buffers, one call, and the elements that differ from the expected
-   result, summed over ranks: nccl-tests' #wrong.
-Rank 0 returns one row per (op, size): ResultRecord fields, anything else under `extra`.
+4. with `check`: fresh buffers, one call (through a graph too in graph mode, so the check
+   covers the path that was timed), and the elements that differ from the expected result,
+   summed over ranks: nccl-tests' #wrong.
+Rank 0 returns one row per (op, size, form): ResultRecord fields, anything else under `extra`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -30,10 +37,13 @@ def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:
     p = CollectiveParams.model_validate(params)
     values = Values(ctx.world_size, p.dtype, _device(ctx))
     plan = _plan(p, ctx.world_size)
+    if p.cuda_graph and values.device.type != "cuda":
+        raise ValueError("cuda_graph needs NCCL ranks on GPUs (CUDA graphs capture GPU work)")
     rows = []
-    for step, (op, geometry) in enumerate(plan):
-        ctx.progress(step, len(plan), f"{op.name} {human_bytes(geometry.nbytes)}")
-        rows.append(_measure(op, geometry, p, ctx, values))
+    for step, (op, geometry, in_place) in enumerate(plan):
+        form = "in place" if in_place else "out of place"
+        ctx.progress(step, len(plan), f"{op.name} {human_bytes(geometry.nbytes)} {form}")
+        rows.append(_measure(op, geometry, in_place, p, ctx, values))
     ctx.progress(len(plan), len(plan), "done")
     if not ctx.is_main:
         return []
@@ -46,15 +56,16 @@ def _device(ctx: RankContext) -> torch.device:
     return ctx.device if ctx.backend == "nccl" else torch.device("cpu")
 
 
-def _plan(p: CollectiveParams, world_size: int) -> list[tuple[Collective, Geometry]]:
-    """(op, geometry) for every step; steps whose buffer rounds down to nothing are left out."""
+def _plan(p: CollectiveParams, world_size: int) -> list[tuple[Collective, Geometry, bool]]:
+    """(op, geometry, in_place) for every step, both forms of a size one after the other as
+    nccl-tests runs them; steps whose buffer rounds down to nothing are left out."""
     plan = []
     for name in p.ops:
         op = OPS[name]
         for size in p.sizes:
             geometry = op.geometry(size, world_size, p.element_bytes)
             if geometry.count > 0:
-                plan.append((op, geometry))
+                plan.extend((op, geometry, in_place) for in_place in op.forms)
     if not plan:
         raise ValueError(
             f"every size from -b {p.min_bytes} to -e {p.max_bytes} rounds down to an empty buffer "
@@ -63,21 +74,23 @@ def _plan(p: CollectiveParams, world_size: int) -> list[tuple[Collective, Geomet
     return plan
 
 
-def _measure(op: Collective, geometry: Geometry, p: CollectiveParams, ctx: RankContext, values: Values) -> dict:
-    send, recv = op.buffers(geometry.count, ctx.rank, values)
-    for _ in range(p.warmup):
-        op(send, recv)
-    seconds = _seconds_per_call(op, send, recv, p.iters, values.device)
-    del send, recv  # the check below allocates its own
+def _measure(op: Collective, geometry: Geometry, in_place: bool, p: CollectiveParams, ctx: RankContext, values: Values) -> dict:
+    send, recv = op.buffers(geometry.count, ctx.rank, values, in_place)
+    call = partial(op, send, recv)  # one call on these buffers, issued eagerly or captured
+    # A graph capture is never an op's first call: NCCL sets up its connections on first use.
+    for _ in range(max(p.warmup, 1 if p.cuda_graph else 0)):
+        call()
+    seconds = _seconds_per_call(call, p.iters, values.device, p.cuda_graph)
+    del send, recv, call  # the check below allocates its own
     mean_s, slowest_s = _mean_and_max_over_ranks(seconds, values.device, ctx.world_size)
-    wrong = _count_wrong(op, geometry, p, ctx, values) if p.check else None
+    wrong = _count_wrong(op, geometry, in_place, p, ctx, values) if p.check else None
     algbw = geometry.nbytes / mean_s / 1e9
     return {
         "op": op.name,
         "bytes": geometry.nbytes,
         "count": geometry.count,
         "dtype": p.dtype,
-        "in_place": op.in_place,
+        "in_place": in_place,
         "time_us": mean_s * 1e6,
         "algbw_gbs": algbw,
         "busbw_gbs": algbw * op.busbw_factor(ctx.world_size),
@@ -87,27 +100,53 @@ def _measure(op: Collective, geometry: Geometry, p: CollectiveParams, ctx: RankC
             "root": op.root,
             "time_us_slowest_rank": slowest_s * 1e6,
             "device": values.device.type,
-            "timer": "cuda-events" if values.device.type == "cuda" else "perf-counter",
+            "timer": _timer_name(values.device, p.cuda_graph),
         },
     }
 
 
-def _seconds_per_call(op: Collective, send, recv, iters: int, device: torch.device) -> float:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def _timer_name(device: torch.device, cuda_graph: bool) -> str:
+    if device.type != "cuda":
+        return "perf-counter"
+    return "cuda-graph" if cuda_graph else "cuda-events"
+
+
+def _seconds_per_call(call: Callable[[], None], iters: int, device: torch.device, cuda_graph: bool) -> float:
+    if device.type != "cuda":
         dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        started = time.perf_counter()
         for _ in range(iters):
-            op(send, recv)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / iters
+            call()
+        return (time.perf_counter() - started) / iters
+    if not cuda_graph:
+        return _device_seconds(lambda: [call() for _ in range(iters)], device) / iters
+    graph = _captured(call, iters)
+    graph.replay()  # untimed: the first launch uploads the graph to the device
+    seconds = _device_seconds(graph.replay, device) / iters
+    graph.reset()
+    return seconds
+
+
+def _captured(call: Callable[[], None], times: int) -> torch.cuda.CUDAGraph:
+    """`times` calls captured into one CUDA graph. thread_local: the process group's watchdog
+    thread keeps querying its events during the capture, which global mode would refuse."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        for _ in range(times):
+            call()
+    return graph
+
+
+def _device_seconds(run: Callable[[], Any], device: torch.device) -> float:
+    """Seconds on the device's clock for what `run` enqueues, started together on all ranks."""
+    torch.cuda.synchronize(device)
     dist.barrier()
-    started = time.perf_counter()
-    for _ in range(iters):
-        op(send, recv)
-    return (time.perf_counter() - started) / iters
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
 
 
 def _mean_and_max_over_ranks(seconds: float, device: torch.device, world_size: int) -> tuple[float, float]:
@@ -118,11 +157,15 @@ def _mean_and_max_over_ranks(seconds: float, device: torch.device, world_size: i
     return sum(times) / len(times), max(times)
 
 
-def _count_wrong(op: Collective, geometry: Geometry, p: CollectiveParams, ctx: RankContext, values: Values) -> int:
-    send, recv = op.buffers(geometry.count, ctx.rank, values)
+def _count_wrong(op: Collective, geometry: Geometry, in_place: bool, p: CollectiveParams, ctx: RankContext, values: Values) -> int:
+    send, recv = op.buffers(geometry.count, ctx.rank, values, in_place)
     if p.corrupt_rank == ctx.rank:
         send[0] += 1  # the documented test hook (CollectiveParams.corrupt_rank)
-    op(send, recv)
+    if p.cuda_graph:
+        _captured(partial(op, send, recv), 1).replay()
+        torch.cuda.synchronize(values.device)
+    else:
+        op(send, recv)
     wrong = values.count_wrong(recv, op.expected(geometry.count, ctx.rank, values))
     total = torch.tensor([wrong], dtype=torch.int64, device=values.device)
     dist.all_reduce(total)

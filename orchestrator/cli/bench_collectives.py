@@ -29,6 +29,7 @@ def collectives(
     dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")] = "float32",
     check: Annotated[bool, typer.Option("--check", help="Verify every size and count wrong elements (nccl-tests -c 1).")] = False,
     transport: Annotated[str, typer.Option("--transport", help="default: NCCL as configured; pcie: no NVLink peer-to-peer (NCCL_P2P_DISABLE=1).")] = "default",
+    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help="Capture each size's timed calls in a CUDA graph and replay it (nccl-tests -G): no host launch cost. NCCL only.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds before the whole run is stopped and recorded as timeout.")] = 600.0,
     topology_file: Annotated[Path | None, typer.Option("--topology-file", help="Saved `nvidia-smi topo -m` text to fingerprint, when NVML cannot see the wiring.")] = None,
     db: DbOption = None,
@@ -44,11 +45,12 @@ def collectives(
     from wirewise.workloads.collective import CollectiveParams, transport_note
 
     raw = dict(ops=ops, min_bytes=min_bytes, max_bytes=max_bytes, step_factor=step_factor, iters=iters,
-               warmup=warmup, dtype=dtype, check=check, transport=transport)
+               warmup=warmup, dtype=dtype, check=check, transport=transport, cuda_graph=cuda_graph)
     try:
         params = CollectiveParams.model_validate(raw)
     except ValidationError as exc:
         raise first_error(exc, _FLAGS, raw) from None
+    _check_shell_env(params.transport)
     ranks = choose_ranks(gpus, nproc, backend, default_ranks=None)
     spec = params.to_task(ranks, timeout_s=timeout, topology_file=checked_topology_file(topology_file))
     note = transport_note(params.transport, spec.backend, spec.world_size, os.environ.get("NCCL_NVLS_ENABLE"))
@@ -66,6 +68,18 @@ def collectives(
         what = f"{failed[0].status}: {failed[0].error}" if failed else "returned no rows"
         sys.stderr.write(f"wirewise: collectives run {what}\nwirewise: rank logs in {result_file.parent.resolve()}\n")
         raise typer.Exit(1)
+
+
+def _check_shell_env(transport: str) -> None:
+    """A shell that sets what the other transport means would record rows under the wrong one."""
+    from wirewise.errors import UserError
+    from wirewise.record import RECORDED_ENV_PREFIXES
+    from wirewise.workloads import transport_env
+
+    try:
+        transport_env(transport, {k: v for k, v in os.environ.items() if k.startswith(RECORDED_ENV_PREFIXES)})
+    except ValueError as exc:
+        raise UserError(f"this shell's environment: {exc}") from None
 
 
 _FLAGS = {"min_bytes": "-b", "max_bytes": "-e", "step_factor": "-f", "ops": "--ops", "iters": "--iters",

@@ -18,14 +18,17 @@ def nccl_tests(
     topology_file: Annotated[Path | None, typer.Option("--topology-file", help="`nvidia-smi topo -m` of the node it ran on: gives the rows its fingerprint.")] = None,
     node: Annotated[str | None, typer.Option("--node", help="Node name to record (default: the first host in the log's Rank lines).")] = None,
     op: Annotated[str | None, typer.Option("--op", help="The collective, for old logs without a 'Collective test starting' line whose file name does not say.")] = None,
+    transport: Annotated[str, typer.Option("--transport", help="How it ran, as `bench collectives --transport`: default, or pcie (it ran with NCCL_P2P_DISABLE=1). The log does not say.")] = "default",
+    env: Annotated[list[str] | None, typer.Option("--env", metavar="KEY=VALUE", help="A variable it ran with (NCCL_ALGO, NCCL_PROTO, ...); repeat for more. Recorded like a native run's environment.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
     """Store an nccl-tests log as collective results marked source=nccl-tests (importing it again adds nothing)."""
-    from wirewise.orchestrator.record.nccl_tests import read_log_file
+    from wirewise.orchestrator.record.nccl_tests import HowItRan, read_log_file
     from wirewise.orchestrator.store import Store
 
-    imported = read_log_file(log, op=op, node=node, topology_file=topology_file)
+    how = HowItRan.from_options(transport, env or [])
+    imported = read_log_file(log, op=op, node=node, topology_file=topology_file, how=how)
     store = Store(db)  # opened only once the input is known to be good
     summary = imported.summary(imported.store(store))
     if json:
@@ -34,7 +37,8 @@ def nccl_tests(
     for section in summary["sections"]:
         typer.echo(
             f"{section['op']}: {section['rows']} rows, {section['ranks']} ranks, peak busbw "
-            f"{section['peak_busbw_gbs']:g} GB/s at {section['peak_bytes']} B, avg {section['avg_busbw_gbs']} GB/s (as logged)"
+            f"{section['peak_busbw_gbs']:g} GB/s at {section['peak_bytes']} B, avg {section['avg_busbw_gbs']} GB/s (as logged); "
+            f"transport {section['transport']}, {'CUDA graph (-G)' if section['cuda_graph'] else 'eager'}"
         )
     fingerprint = f"fingerprint {summary['fingerprint'][:12]}" if summary["fingerprint"] else "no fingerprint (give --topology-file)"
     typer.echo(

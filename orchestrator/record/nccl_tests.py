@@ -13,7 +13,11 @@ What a log holds, old format or new:
 Several runs concatenated in one file are read as separate sections.
 
 Each row becomes two records (out of place, in place) with the same fields wirewise's own
-sweep writes, and source "nccl-tests". Rows of size 0 are not stored: they carry no
+sweep writes, and source "nccl-tests". How it ran is recorded as wirewise records its own
+runs: `params.transport` and `env` (the transport's settings, what --env gives, and any
+`NCCL INFO NCCL_X set by environment to V` lines of a log run with NCCL_DEBUG=INFO; a log
+says nothing of its environment otherwise), and `params.cuda_graph` from the header's
+`graph: N` (a run with -G). Rows of size 0 are not stored: they carry no
 bandwidth, and a log can hold several of them (all_gather with -b below ranks x 16 B),
 which would give one (op, bytes) key many values; the log's average line, which counts
 them, is kept as printed under extra.avg_busbw_gbs. Record ids derive from the log's
@@ -33,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wirewise.errors import UserError
-from wirewise.record import ResultRecord
+from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord
 
 if TYPE_CHECKING:
     from wirewise.orchestrator.store import Store
@@ -70,6 +74,8 @@ _DEVICE = re.compile(
     r"device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s+(?P<name>.+?)\s*$"
 )
 _AVERAGE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
+_ENV_LINE = re.compile(r"NCCL INFO (NCCL_\w+) set by environment to (\S+?)\.?\s*$")
+_ENV_PAIR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _SETTING_FIELDS = {
     "nthread": r"nThread\s+(\d+)", "ngpus": r"nGpus\s+(\d+)", "min_bytes": r"minBytes\s+(\d+)",
     "max_bytes": r"maxBytes\s+(\d+)", "step_factor": r"step:\s*(\d+)\(factor\)", "step_bytes": r"step:\s*(\d+)\(bytes\)",
@@ -106,6 +112,44 @@ class Device:
     name: str
 
 
+@dataclass(frozen=True)
+class HowItRan:
+    """What the log does not say about its run, as `import nccl-tests` is told it: the
+    transport (--transport) and the environment (--env KEY=VALUE)."""
+
+    transport: str = "default"
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_options(cls, transport: str, pairs: list[str]) -> HowItRan:
+        """--transport and the --env pairs, checked; UserError names the bad one."""
+        from wirewise.workloads import TRANSPORT_ENV
+
+        if transport not in TRANSPORT_ENV:
+            raise UserError(f"--transport {transport!r}: choose one of {', '.join(TRANSPORT_ENV)}")
+        env: dict[str, str] = {}
+        for pair in pairs:
+            match = _ENV_PAIR.match(pair)
+            if not match:
+                raise UserError(f"--env {pair!r}: give KEY=VALUE, e.g. --env NCCL_ALGO=Ring")
+            if not match.group(1).startswith(RECORDED_ENV_PREFIXES):
+                raise UserError(f"--env {pair!r}: a run records only variables beginning {', '.join(RECORDED_ENV_PREFIXES)}")
+            env[match.group(1)] = match.group(2)
+        return cls(transport, env)
+
+    def env_of(self, section: Section, file_name: str) -> dict[str, str]:
+        """The section's recorded environment: the log's own lines, --env, the transport's settings."""
+        from wirewise.workloads import transport_env
+
+        for key, value in self.env.items():
+            if section.env.get(key, value) != value:
+                raise UserError(f"--env {key}={value} but {file_name} says {key}={section.env[key]} (NCCL INFO line)")
+        try:
+            return dict(sorted(transport_env(self.transport, {**section.env, **self.env}).items()))
+        except ValueError as exc:
+            raise UserError(f"{file_name}: {exc}") from None
+
+
 @dataclass
 class Section:
     """One `*_perf` run inside the log."""
@@ -118,6 +162,7 @@ class Section:
     rows: list[Row] = field(default_factory=list)
     average_busbw: float | None = None
     notes: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # NCCL INFO "set by environment" lines
 
     @property
     def started(self) -> bool:
@@ -150,6 +195,8 @@ def parse_log(text: str) -> list[Section]:
             )
         elif match := _AVERAGE.match(line):
             current().average_busbw = float(match.group(1))
+        elif match := _ENV_LINE.search(line):
+            current().env[match.group(1)] = match.group(2)
         elif line.startswith("#"):
             note = line.lstrip("# ").strip()
             if note and not _is_header_or_boilerplate(note):
@@ -269,17 +316,18 @@ def log_records(
     node: str | None = None,
     topology: Topology | None = None,
     logged_at: datetime | None = None,
+    how: HowItRan = HowItRan(),
 ) -> list[ResultRecord]:
     """Every stored row of the log as records (two per size: out of place and in place).
 
     `node` defaults to the first host of the log's Rank lines; `topology` gives the rows
-    their fingerprint and fabric."""
-    return _records(parse_log(text), text, file_name, op, node, topology, logged_at)
+    their fingerprint and fabric; `how` the transport and environment it ran with."""
+    return _records(parse_log(text), text, file_name, op, node, topology, logged_at, how)
 
 
 def _records(
     sections: list[Section], text: str, file_name: str, op: str | None, node: str | None,
-    topology: Topology | None, logged_at: datetime | None,
+    topology: Topology | None, logged_at: datetime | None, how: HowItRan,
 ) -> list[ResultRecord]:
     if not sections:
         raise UserError(f"{file_name}: no nccl-tests result rows found (is this the stdout of an *_perf run?)")
@@ -289,6 +337,8 @@ def _records(
     records = []
     for index, section in enumerate(sections):
         base = _section_fields(section, index, op_of(section, op, file_name), file_name, node, digest, when)
+        base["params"]["transport"] = how.transport
+        base["env"] = how.env_of(section, file_name)
         section_extra = _extra(section)
         for row_index, row in enumerate(section.rows):
             if row.size == 0:
@@ -336,7 +386,9 @@ def _section_fields(
         workload="collective",
         source="nccl-tests",
         op=op,
-        params={"log": Path(file_name).name, "section": index, "test": section.test, **section.settings},
+        # cuda_graph as wirewise's own sweep records it: the header's `graph: N` is -G N
+        params={"log": Path(file_name).name, "section": index, "test": section.test, **section.settings,
+                "cuda_graph": bool(section.settings.get("graph"))},
         node=node,
         gpus=sorted({d.device for d in on_node}),
         gpu_count=len(section.devices),
@@ -391,7 +443,8 @@ class LogImport:
 
 
 def read_log_file(
-    path: Path, *, op: str | None = None, node: str | None = None, topology_file: Path | None = None
+    path: Path, *, op: str | None = None, node: str | None = None, topology_file: Path | None = None,
+    how: HowItRan = HowItRan(),
 ) -> LogImport:
     """Read and check an nccl-tests log (and the topology it ran on); UserError for anything wrong."""
     text = _read_text(path)
@@ -405,7 +458,7 @@ def read_log_file(
 
         topology = read_topology(topology_file)
     logged_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-    records = _records(sections, text, path.name, op, node, topology, logged_at)
+    records = _records(sections, text, path.name, op, node, topology, logged_at, how)
     _check_gpus_fit(records, topology, topology_file)
     return LogImport(path, node, topology, records)
 
@@ -437,4 +490,7 @@ def _section_summary(rows: list[ResultRecord]) -> dict[str, Any]:
         "peak_busbw_gbs": peak.busbw_gbs,
         "peak_bytes": peak.bytes,
         "avg_busbw_gbs": rows[0].extra.get("avg_busbw_gbs"),
+        "transport": rows[0].params["transport"],
+        "cuda_graph": rows[0].params["cuda_graph"],
+        "env": rows[0].env,
     }

@@ -27,6 +27,8 @@ def json_row(record) -> dict[str, Any]:
         "backend": extra.get("backend"),
         "device": extra.get("device"),
         "transport": record.params.get("transport"),
+        "cuda_graph": bool(record.params.get("cuda_graph")),
+        "timer": extra.get("timer"),
         "node": record.node,
         "fabric": record.fabric,
         "fingerprint": record.fingerprint,
@@ -43,19 +45,22 @@ _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 
 
 def format_table(rows: list[dict[str, Any]]) -> list[str]:
-    """JSON rows (json_row) as nccl-tests prints them: a block per op, then its 'Avg bus bandwidth'
-    (the sweep's own, avg_busbw_gbs on every row)."""
+    """JSON rows (json_row) as nccl-tests prints them: a block per op and form (out of place,
+    in place), then the op's 'Avg bus bandwidth' (the sweep's own over both forms, as
+    nccl-tests averages them; avg_busbw_gbs on every row)."""
     lines: list[str] = []
-    for op in dict.fromkeys(row["op"] for row in rows):
-        op_rows = [row for row in rows if row["op"] == op]
-        where = "in place" if op_rows[0]["in_place"] else "out of place"
+    blocks = dict.fromkeys((row["op"], row["in_place"]) for row in rows)
+    last_of_op = {op: (op, in_place) for op, in_place in blocks}
+    for op, in_place in blocks:
+        block = [row for row in rows if (row["op"], row["in_place"]) == (op, in_place)]
         lines += [
-            f"# {op} ({where})",
+            f"# {op} ({'in place' if in_place else 'out of place'})",
             _HEAD.format("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"),
             _HEAD.format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""),
         ]
-        lines += [_table_line(row) for row in op_rows]
-        lines += [f"# Avg bus bandwidth    : {op_rows[0]['avg_busbw_gbs']:g}", "#"]
+        lines += [_table_line(row) for row in block]
+        if last_of_op[op] == (op, in_place):
+            lines += [f"# Avg bus bandwidth    : {block[0]['avg_busbw_gbs']:g}", "#"]
     return lines
 
 
@@ -83,8 +88,13 @@ def format_report(rows: list[dict[str, Any]]) -> list[str]:
     fingerprint = first["fingerprint"][:12] if first["fingerprint"] else "none"
     return [
         f"# wirewise collectives: {first['ranks']} rank(s), backend {first['backend']} on {first['device']}, GPUs {gpus}, "
-        f"transport {first['transport']}, node {first['node']}",
+        f"transport {first['transport']}, node {first['node']}, timing {_timing(first)}",
         f"# fabric {first['fabric'] or 'unknown'}, fingerprint {fingerprint}, task {first['task_id']}",
         "#",
         *format_table(rows),
     ]
+
+
+def _timing(row: dict[str, Any]) -> str:
+    """How the calls were timed: eager (one launch per call) or replayed from a CUDA graph."""
+    return "cuda-graph (nccl-tests -G)" if row.get("cuda_graph") else "eager"

@@ -48,13 +48,14 @@ def gres_conf(topo: Topology, node: str) -> str:
 
 
 def slurm_features(topo: Topology) -> list[str]:
-    """Node features naming the fabric: the class, 'nvswitch' when proven, 'nvl<generation>', and
+    """Node features naming the fabric: the class, 'nvswitch' when proven, 'nvlink<generation>'
+    (spelled out: 'nvl4' reads like a group size, as in "H200 NVL" quads), and
     fp-<first 12 hex digits of the fingerprint>."""
     features = [topo.fabric]
     if topo.switched:
         features.append("nvswitch")
     if topo.nvlink_generation and topo.fabric not in ("pcie", "single"):
-        features.append(f"nvl{topo.nvlink_generation}")
+        features.append(f"nvlink{topo.nvlink_generation}")
     features.append(f"fp-{topo.fingerprint[:12]}")  # one wiring exactly: a campaign's target.fingerprint
     return features
 

@@ -23,7 +23,7 @@ def test_report_is_a_block_per_op_with_the_sweeps_average():
         _row("all_gather", 1024, 12345.6, 7.0, 3),
     ]
     lines = format_report(rows)
-    assert lines[0] == "# wirewise collectives: 2 rank(s), backend nccl on cuda, GPUs 0,1, transport pcie, node n1"
+    assert lines[0] == "# wirewise collectives: 2 rank(s), backend nccl on cuda, GPUs 0,1, transport pcie, node n1, timing eager"
     assert lines[1] == f"# fabric nvlink-groups, fingerprint {'ab' * 6}, task t1"
     assert "# all_reduce (in place)" in lines and "# all_gather (out of place)" in lines
     data = [line.split() for line in lines if not line.startswith("#")]
@@ -38,3 +38,17 @@ def test_report_is_a_block_per_op_with_the_sweeps_average():
 def test_report_without_gpus_or_fingerprint():
     lines = format_report([_row("all_reduce", 1024, 1.0, 0.0, None, gpus=[], fingerprint=None, fabric=None, device="cpu")])
     assert "GPUs none" in lines[0] and lines[1].startswith("# fabric unknown, fingerprint none")
+
+
+def test_both_forms_of_an_op_print_as_two_blocks_with_one_average():
+    """nccl-tests prints out of place and in place side by side and averages over both; here
+    each form is its own block and the op's average follows its last block."""
+    rows = [
+        _row("all_gather", 1024, 10.0, 1.0, 0, in_place=False, avg_busbw_gbs=2.0),
+        _row("all_gather", 1024, 9.0, 3.0, 0, in_place=True, avg_busbw_gbs=2.0),
+    ]
+    lines = format_report([{**r, "cuda_graph": True} for r in rows])
+    assert lines[0].endswith("timing cuda-graph (nccl-tests -G)")
+    blocks = [line for line in lines if line.startswith(("# all_gather", "# Avg"))]
+    assert blocks == ["# all_gather (out of place)", "# all_gather (in place)", "# Avg bus bandwidth    : 2"]
+    assert format_report(rows)[0].endswith("timing eager")

@@ -29,13 +29,18 @@ def test_rows_follow_nccl_tests_definitions(tmp_path, db_url):
     # Whole-buffer ops keep the size; chunked ops round each of the 3 chunks down to 16-byte lines.
     whole = [(1024, 256), (4096, 1024), (16384, 4096)]
     chunked = [(1008, 84), (4080, 340), (16368, 1364)]
-    expected_sizes = {"all_reduce": whole, "broadcast": whole, "all_gather": chunked, "reduce_scatter": chunked, "all_to_all": chunked}
-    assert {op: [(r["bytes"], r["count"]) for r in op_rows] for op, op_rows in by_op.items()} == expected_sizes
+    # Each size in every form torch has: all_reduce and broadcast only in place, all_to_all
+    # only out of place, all_gather and reduce_scatter both (out of place first, as nccl-tests).
+    forms = {"all_reduce": [True], "broadcast": [True], "all_to_all": [False], "all_gather": [False, True], "reduce_scatter": [False, True]}
+    expected = {
+        op: [(nbytes, count, in_place) for nbytes, count in (whole if op in ("all_reduce", "broadcast") else chunked) for in_place in forms[op]]
+        for op in forms
+    }
+    assert {op: [(r["bytes"], r["count"], r["in_place"]) for r in op_rows] for op, op_rows in by_op.items()} == expected
     for row in rows:
-        assert row["ranks"] == 3 and row["gpus"] == [] and row["dtype"] == "float32"
+        assert row["ranks"] == 3 and row["gpus"] == [] and row["dtype"] == "float32" and row["cuda_graph"] is False
         assert row["status"] == "ok" and row["wrong"] == 0, row
         assert row["busbw_gbs"] == pytest.approx(row["algbw_gbs"] * BUSBW_FACTOR_AT_3[row["op"]])
-    assert [r["in_place"] for r in rows if r["bytes"] == 1024 or r["bytes"] == 1008] == [True, False, False, True, False]
 
 
 def test_check_counts_the_elements_a_corrupted_input_spoils(tmp_path):
@@ -50,13 +55,16 @@ def test_check_counts_the_elements_a_corrupted_input_spoils(tmp_path):
     spec = TaskSpec(workload="collective", params=params, nproc_per_node=2, backend="gloo", timeout_s=120)
     result = json.loads(run_task(spec, tmp_path / spec.task_id).read_text())
     assert result["status"] == "ok", result["records"][0]["error"]
-    wrong = {(r["op"], r["bytes"]): r["wrong"] for r in result["records"]}
+    wrong = {(r["op"], r["bytes"], r["in_place"]): r["wrong"] for r in result["records"]}
     # all_reduce: element 0 of the sum, on both ranks; all_gather: rank 1's element 0, seen by
-    # both ranks; reduce_scatter: element 0 belongs to rank 0's chunk only.
+    # both ranks; reduce_scatter: element 0 belongs to rank 0's chunk only. In place the same:
+    # all_gather's input is rank 1's chunk of the output, reduce_scatter's output rank 0's chunk.
     assert wrong == {
-        ("all_reduce", 1024): 2, ("all_reduce", 2048): 2,
-        ("all_gather", 1024): 2, ("all_gather", 2048): 2,
-        ("reduce_scatter", 1024): 1, ("reduce_scatter", 2048): 1,
+        ("all_reduce", 1024, True): 2, ("all_reduce", 2048, True): 2,
+        ("all_gather", 1024, False): 2, ("all_gather", 2048, False): 2,
+        ("all_gather", 1024, True): 2, ("all_gather", 2048, True): 2,
+        ("reduce_scatter", 1024, False): 1, ("reduce_scatter", 2048, False): 1,
+        ("reduce_scatter", 1024, True): 1, ("reduce_scatter", 2048, True): 1,
     }
 
 
@@ -84,7 +92,7 @@ def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
     with store.session() as session:
         results = session.scalars(select(ResultRow).where(ResultRow.workload == "collective")).all()
         stored_fingerprints = session.scalars(select(TopologyRow.fingerprint)).all()
-    assert len(results) == 4
+    assert len(results) == 6  # all_reduce in place; all_gather out of place and in place; 2 sizes each
     for r in results:
         assert (r.source, r.status, r.gpus, r.gpu_count, r.world_size) == ("wirewise", "ok", [0, 1], 2, 2)
         assert (r.fingerprint, r.fabric) == (topo.fingerprint, "nvlink-groups")
@@ -112,6 +120,7 @@ def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
         (["-b", "1Q"], "-b '1Q'"),
         (["--backend", "mpi"], "--backend 'mpi'"),
         (["--nproc", "2", "--gpus", "0,1,2", "--backend", "gloo"], "disagree"),
+        (["--backend", "gloo", "--nproc", "2", "--cuda-graph"], "--cuda-graph needs the nccl backend"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, db_url):
@@ -128,3 +137,24 @@ def test_gpus_requested_where_there_are_none(db_url):
     for args in (["--gpus", "0,1"], ["--backend", "nccl"]):
         proc = wirewise("bench", "collectives", *args, "--db", db_url)
         assert proc.returncode == 2 and "no GPU is visible" in proc.stderr, proc.stderr
+
+
+def test_cuda_graph_on_cpu_ranks_is_refused_before_anything_runs(tmp_path):
+    """gloo ranks run on CPU, where there is no CUDA graph to capture: one line, exit 2, and
+    neither a run folder nor a database is left behind. (The graph path itself needs GPUs:
+    tests/gpu/fidelity_check.sh proves it on an H200, see docs/collectives.md.)"""
+    runs, db = tmp_path / "runs", tmp_path / "w.db"
+    proc = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "--cuda-graph", "-b", "1K", "-e", "1K",
+                    "--db", f"sqlite:///{db}", env={"WIREWISE_RUNS": str(runs)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "wirewise: error: --cuda-graph needs the nccl backend (a CUDA graph captures GPU work); this run uses gloo\n"
+    assert not runs.exists() and not db.exists()
+
+
+def test_a_shell_that_turns_p2p_off_cannot_record_the_default_transport(db_url):
+    """NCCL_P2P_DISABLE=1 in the shell is --transport pcie: stored as default, those rows would
+    mix with NVLink rows in every query by transport (the same rule `import nccl-tests` keeps)."""
+    proc = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "--db", db_url, env={"NCCL_P2P_DISABLE": "1"})
+    assert proc.returncode == 2
+    assert proc.stderr == ("wirewise: error: this shell's environment: NCCL_P2P_DISABLE=1 is what --transport pcie sets: "
+                           "give --transport pcie, not default\n")

@@ -8,6 +8,8 @@
 #   5. the NVML details stored beside the fingerprint (UUIDs, PCI ids, PCIe gen/width, NVLink
 #      per link or "not supported", CPU affinity, NUMA, versions, notes), how long a live
 #      probe takes (the job supervisor runs one per task) and that it never imports torch
+#   6. the probe's pair matrix against the driver's own `nvidia-smi topo -m` (step 1): the
+#      same GPU count, the same NVLink count for every pair and the same fabric class
 #
 # Needs the repository importable (this script puts its checkout first on PYTHONPATH) with
 # sqlalchemy, alembic, pydantic, typer, rich and nvidia-ml-py (carry them as wheels where
@@ -87,6 +89,13 @@ if not all(v for k, v in details["versions"].items() if k in ("driver", "cuda"))
     problems.append(f"versions {details['versions']}")
 if "torch" in sys.modules:
     problems.append("the probe imported torch")
+smi = read_topology(out / "nvidia-smi-topo.txt")
+probe_nvlinks = [[topo.nvlinks(i, j) for j in range(topo.gpus)] for i in range(topo.gpus)]
+smi_nvlinks = [[smi.nvlinks(i, j) for j in range(smi.gpus)] for i in range(smi.gpus)]
+print(f"NVLinks per pair: probe ({details['source']}) {probe_nvlinks}, nvidia-smi {smi_nvlinks}; "
+      f"fabric {topo.fabric} vs {smi.fabric}")
+if (topo.gpus, probe_nvlinks, topo.fabric) != (smi.gpus, smi_nvlinks, smi.fabric):
+    problems.append(f"the probe's matrix differs from nvidia-smi topo -m: {probe_nvlinks} vs {smi_nvlinks}")
 if problems:
     sys.exit("FAILED: " + "; ".join(problems))
 print(f"# OK: {shown['gpus']} GPU(s), {shown['fabric']}, fingerprint {shown['fingerprint']}; files in {out}")

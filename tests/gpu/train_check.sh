@@ -6,9 +6,16 @@
 #   7b         mistral-7b ddp without the limit: trains; peak memory vs the article's 87 GB
 #   peak       bf16 8192^3 matmul TFLOP/s: exported as WIREWISE_PEAK_TFLOPS for every MFU below
 #   1b         mistral-1b (hidden 2048, 16 layers, seq 2048, batch 8): wirewise vs the plain
-#              loop (tests/benchmarks/plain_loop.py), bf16-mixed and bf16 weights, then
-#              wirewise --compile; targets: wirewise tokens/s >= plain in each regime (2%
-#              noise allowance), and MFU >= 55% with --compile
+#              loop (tests/benchmarks/plain_loop.py: the model straight from transformers, no
+#              wirewise code), bf16-mixed and bf16 weights, then wirewise --compile; targets:
+#              wirewise tokens/s >= plain in each regime (2% noise allowance), and with
+#              --compile MFU >= 45% of the datasheet's dense bf16 peak (989.4 TFLOP/s on H100/
+#              H200 SXM), a figure this script does not measure: the former 55% of the ~808
+#              TFLOP/s matmul ceiling measured on the H200 test machine is 0.55 x 808 / 989.4
+#   ddp        with 2 or more GPUs: mistral-1b bf16 DDP on every GPU, wirewise --strategy ddp
+#              vs the plain loop under torchrun (plain DistributedDataParallel) on the same
+#              ranks; target: wirewise tokens/s >= plain (2% allowance). Skipped on one GPU,
+#              where DDP leaves the model unwrapped and the comparison is the `1b` step's.
 #   dinov2     dinov2-base (batch 32) and dinov2-large (batch 256), ddp and fsdp
 #   zero       ZeRO-1/2/3 through deepspeed.initialize, mistral-1b (batch 4, seq 1024)
 #   accelerate --engine accelerate: fsdp and zero3, mistral-1b (batch 4, seq 1024)
@@ -35,7 +42,9 @@ work="$(mktemp -d)"
 out="${OUT:-$work}"
 export WIREWISE_RUNS="$work/runs" WIREWISE_DB="sqlite:///$work/train.db" HF_HUB_OFFLINE=1
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(oom80 7b peak 1b dinov2 zero accelerate)
+[[ ${#steps[@]} -eq 0 ]] && steps=(oom80 7b peak 1b ddp dinov2 zero accelerate)
+all_gpus="${GPUS:-$(python3 -c 'import torch; print(",".join(map(str, range(torch.cuda.device_count()))))')}"
+n_gpus=$(awk -F, '{print NF}' <<< "$all_gpus")
 wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 
 python3 - <<'PY'
@@ -57,6 +66,7 @@ from pathlib import Path
 work, out = Path(sys.argv[1]), Path(sys.argv[2])
 GB, GIB = 1e9, 2**30
 ARTICLE_DDP_7B_GB = 87  # bf16 params 14 + bf16 grads 14 + fp32 Adam moments 58 (the seed article)
+MFU_DATASHEET_TARGET = 0.45  # 55% of the ~808 TFLOP/s measured matmul ceiling, over the 989.4 datasheet peak
 
 
 def pct(x):
@@ -109,20 +119,27 @@ if r := ran_ok("7b"):
           f"= params {e['param_bytes'][0] / GB:.1f} + grads {e['grad_bytes'][0] / GB:.1f} + optimizer "
           f"{e['optimizer_bytes'][0] / GB:.1f}; the article's accounting: {ARTICLE_DDP_7B_GB} GB "
           f"(bf16 params and grads; autocast keeps them in fp32, hence 16 bytes per parameter here)")
+def against_plain(name, plain_name, what):
+    """wirewise's tokens/s over the plain loop's on the same work; a problem below 0.98."""
+    plain, ours = load(plain_name), ran_ok(name)
+    if plain.get("loop") != "plain" or not ours:
+        return
+    ratio = ours["tokens_per_s"] / plain["tokens_per_s"]
+    print(f"{what}: wirewise {ours['tokens_per_s']:.0f} tokens/s ({pct(ours['mfu'])} MFU) vs plain loop "
+          f"{plain['tokens_per_s']:.0f} ({pct(plain['mfu'])}): x{ratio:.3f}")
+    if ratio < 0.98:
+        problems.append(f"{name}: wirewise at x{ratio:.3f} of the plain loop's tokens/s")
+
+
 for precision in ("bf16-mixed", "bf16"):
-    plain, ours = load(f"plain-1b-{precision}"), ran_ok(f"1b-{precision}")
-    if plain.get("loop") == "plain" and ours:
-        ratio = ours["tokens_per_s"] / plain["tokens_per_s"]
-        print(f"mistral-1b {precision}: wirewise {ours['tokens_per_s']:.0f} tokens/s ({pct(ours['mfu'])} MFU) vs plain loop "
-              f"{plain['tokens_per_s']:.0f} ({pct(plain['mfu'])}): x{ratio:.3f}")
-        if ratio < 0.98:
-            problems.append(f"1b {precision}: wirewise at x{ratio:.3f} of the plain loop's tokens/s")
+    against_plain(f"1b-{precision}", f"plain-1b-{precision}", f"mistral-1b {precision}")
+against_plain("ddp", "plain-ddp", "mistral-1b bf16 DDP on every GPU (plain: torch DistributedDataParallel under torchrun)")
 if r := ran_ok("1b-bf16-compile"):
     e = r["extra"]
-    print(f"mistral-1b bf16 --compile: {r['tokens_per_s']:.0f} tokens/s, MFU {pct(r['mfu'])} against "
-          f"{e['peak_tflops']} TFLOP/s ({e['peak_source']}); {pct(e.get('mfu_datasheet'))} against the datasheet")
-    if (r["mfu"] or 0) < 0.55:
-        problems.append(f"1b compile: MFU {pct(r['mfu'])} < 55%")
+    print(f"mistral-1b bf16 --compile: {r['tokens_per_s']:.0f} tokens/s, MFU {pct(e.get('mfu_datasheet'))} against "
+          f"the datasheet; {pct(r['mfu'])} against {e['peak_tflops']} TFLOP/s ({e['peak_source']})")
+    if (e.get("mfu_datasheet") or 0) < MFU_DATASHEET_TARGET:
+        problems.append(f"1b compile: MFU {pct(e.get('mfu_datasheet'))} of the datasheet peak < {MFU_DATASHEET_TARGET:.0%}")
 for name in names:  # every step that did not end as expected, once
     r = load(name)
     if name != "oom80" and r.get("loop") != "plain" and r.get("status") != "ok":
@@ -132,18 +149,23 @@ sys.exit(1 if problems else 0)
 PY
 }
 # train NAME ARGS...: one `wirewise bench train --gpus 0 --json` run, its record in $work/NAME.json
+# (TRAIN_GPUS=0,1 train ... runs it on those GPUs)
 train() {
   local name=$1; shift
   local start=$SECONDS
-  "${wirewise[@]}" bench train --gpus 0 --json "$@" > "$work/$name.json" 2> "$work/$name.err"
+  "${wirewise[@]}" bench train --gpus "${TRAIN_GPUS:-0}" --json "$@" > "$work/$name.json" 2> "$work/$name.err"
   echo "# $name: exit $? in $((SECONDS - start)) s"
   summarize
 }
-# plain NAME ARGS...: the plain loop, its JSON in $work/NAME.json
+# plain NAME ARGS... [--nproc N]: the plain loop (under torchrun with N ranks), its JSON in $work/NAME.json
 plain() {
   local name=$1; shift
-  local start=$SECONDS
-  python3 tests/benchmarks/plain_loop.py "$@" > "$work/$name.json" 2> "$work/$name.err"
+  local start=$SECONDS nproc=1 args=()
+  while (( $# )); do
+    if [[ $1 == --nproc ]]; then nproc=$2; shift 2; else args+=("$1"); shift; fi
+  done
+  python3 -m torch.distributed.run --standalone --nproc-per-node "$nproc" tests/benchmarks/plain_loop.py "${args[@]}" \
+    > "$work/$name.json" 2> "$work/$name.err"
   echo "# $name: exit $? in $((SECONDS - start)) s"
   summarize
 }
@@ -165,6 +187,13 @@ if wants 1b; then
     train "1b-$precision" "${one_b[@]}" --strategy ddp --precision "$precision" --timeout 300
   done
   train 1b-bf16-compile "${one_b[@]}" --strategy ddp --precision bf16 --compile --warmup-steps 3 --timeout 420
+fi
+if wants ddp && (( n_gpus >= 2 )); then
+  CUDA_VISIBLE_DEVICES="$all_gpus" CUDA_DEVICE_ORDER=PCI_BUS_ID plain plain-ddp --model mistral-1b --batch-size 8 \
+    --seq-len 2048 --steps 8 --warmup-steps 2 --precision bf16 --nproc "$n_gpus"
+  TRAIN_GPUS="$all_gpus" train ddp "${one_b[@]}" --strategy ddp --precision bf16 --timeout 300
+elif wants ddp; then
+  echo "# ddp: skipped, one GPU (DDP needs two ranks to wrap the model)"
 fi
 if wants dinov2; then
   for strategy in ddp fsdp; do

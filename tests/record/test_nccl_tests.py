@@ -120,3 +120,67 @@ def test_import_bad_input_is_one_line_and_exit_2(tmp_path, db_url):
     for args, message in cases:
         proc = wirewise("import", "nccl-tests", *args, "--db", db_url)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+# A real log from 2x H200 (NV18) run with NCCL_P2P_DISABLE=1, which the log itself does not show.
+P2P_OFF_LOG = FIXTURES / "measured-2xh200" / "nccl-tests-all_reduce-pcie.txt"
+H200_TOPO = FIXTURES / "measured-2xh200" / "topo.txt"
+
+
+def test_import_records_transport_and_environment_like_a_native_run(db_url):
+    """--transport pcie and --env land where `bench collectives --transport pcie` puts them
+    (params.transport, env.NCCL_P2P_DISABLE), so one query by transport finds both kinds of row."""
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.models import ResultRow
+
+    summary = wirewise_json("import", "nccl-tests", str(P2P_OFF_LOG), "--transport", "pcie", "--env", "NCCL_PROTO=Simple",
+                            "--env", "NCCL_ALGO=Ring", "--topology-file", str(H200_TOPO), "--db", db_url)
+    assert summary["new"] == 22  # 11 sizes x (out of place, in place)
+    [section] = summary["sections"]
+    assert (section["transport"], section["cuda_graph"]) == ("pcie", False)
+    assert section["env"] == {"NCCL_ALGO": "Ring", "NCCL_P2P_DISABLE": "1", "NCCL_PROTO": "Simple"}
+    wirewise("import", "nccl-tests", str(NEW_LOG), "--db", db_url, check=True)  # an NVLS run, transport default
+    with Store(db_url).session() as session:
+        pcie = session.execute(
+            select(ResultRow.bytes, ResultRow.busbw_gbs, ResultRow.env).where(ResultRow.params["transport"].as_string() == "pcie")
+        ).all()
+        default = session.scalar(select(func.count()).where(ResultRow.params["transport"].as_string() == "default"))
+    assert len(pcie) == 22 and default == 20
+    assert all(env["NCCL_P2P_DISABLE"] == "1" for _, _, env in pcie)
+    # the log's last row, in place: 1 GiB at 27.98 GB/s busbw through host memory (NVLink: ~324)
+    assert (1073741824, 27.98) in {(b, busbw) for b, busbw, _ in pcie}
+
+
+def test_a_graph_run_and_nccl_info_environment_lines_are_read_from_the_log(tmp_path):
+    """`graph: 1` in the header is nccl-tests' -G; NCCL_DEBUG=INFO lines name the variables
+    NCCL took from the environment (the line below in NCCL's own format)."""
+    text = P2P_OFF_LOG.read_text().replace("graph: 0", "graph: 1")
+    text = text.replace("#\n# Using devices", "vm:1450:1450 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.\n#\n# Using devices", 1)
+    log = tmp_path / "all_reduce_perf-G.txt"
+    log.write_text(text)
+    [section] = parse_log(text)
+    assert section.env == {"NCCL_P2P_DISABLE": "1"}
+    from wirewise.orchestrator.record.nccl_tests import HowItRan
+
+    records = log_records(text, log.name, how=HowItRan("pcie"))
+    assert {(r.params["cuda_graph"], r.params["graph"], r.params["transport"]) for r in records} == {(True, 1, "pcie")}
+    with pytest.raises(UserError, match="NCCL_P2P_DISABLE=1 is what --transport pcie sets: give --transport pcie, not default"):
+        log_records(text, log.name)  # the log shows P2P off: it cannot be stored as the default transport
+    assert {r.params["cuda_graph"] for r in _records(P2P_OFF_LOG)} == {False}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--transport", "nvlink"], "--transport 'nvlink': choose one of default, pcie"),
+        (["--env", "NCCL_ALGO"], "--env 'NCCL_ALGO': give KEY=VALUE"),
+        (["--env", "HOME=/root"], "--env 'HOME=/root': a run records only variables beginning NCCL_, "),
+        (["--env", "NCCL_P2P_DISABLE=1"], "NCCL_P2P_DISABLE=1 is what --transport pcie sets"),
+        (["--transport", "pcie", "--env", "NCCL_P2P_DISABLE=0"], "--transport pcie sets NCCL_P2P_DISABLE=1, but NCCL_P2P_DISABLE=0 was given"),
+    ],
+)
+def test_import_how_it_ran_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
+    db = tmp_path / "w.db"
+    proc = wirewise("import", "nccl-tests", str(P2P_OFF_LOG), *args, "--db", f"sqlite:///{db}")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+    assert not db.exists()

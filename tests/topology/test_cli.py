@@ -169,7 +169,8 @@ def test_slurm_lines_with_gpu_names_and_a_switch() -> None:
     assert lines[7] == "NodeName=dgx Name=gpu Type=h100_80gb_hbm3 File=/dev/nvidia7 Links=18,18,18,18,18,18,18,-1"
     assert not any("Cores=" in line for line in lines)  # "0-191" everywhere: the core count is unknown
     assert "# no Cores=" in proc.stdout
-    assert "Gres=gpu:h100_80gb_hbm3:8 Features=nvlink-all-to-all,nvswitch,nvl4" in proc.stdout
+    # NVLink 4 (H100): the generation spelled out, never "nvl4", which reads like an NVL quad
+    assert "Gres=gpu:h100_80gb_hbm3:8 Features=nvlink-all-to-all,nvswitch,nvlink4" in proc.stdout
 
 
 def test_slurm_cores_fold_hyperthread_siblings_and_skip_unknown() -> None:

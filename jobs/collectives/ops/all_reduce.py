@@ -12,7 +12,7 @@ from wirewise.jobs.collectives.ops.base import Collective
 class AllReduce(Collective):
     name = "all_reduce"
     redop = "sum"
-    in_place = True  # torch.distributed.all_reduce has no out-of-place form
+    forms = (True,)  # torch.distributed.all_reduce has no out-of-place form
 
     def busbw_factor(self, world_size):
         # nccl-tests: 2(n-1)/n for ring/tree; it switches to (n-1)/(n+1) when NCCL_ALGO names
@@ -21,7 +21,7 @@ class AllReduce(Collective):
             return (world_size - 1) / (world_size + 1)
         return 2 * (world_size - 1) / world_size
 
-    def buffers(self, count, rank, values):
+    def buffers(self, count, rank, values, in_place):
         buffer = values.filled(rank, count)
         return buffer, buffer
 

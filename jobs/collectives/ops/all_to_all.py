@@ -11,11 +11,12 @@ from wirewise.jobs.collectives.ops.base import Collective
 class AllToAll(Collective):
     name = "all_to_all"
     chunked = True  # count = elements per peer, as nccl-tests' alltoall_perf prints it
+    forms = (False,)  # NCCL has no in-place all-to-all: a peer's chunk would be overwritten before it is sent
 
     def busbw_factor(self, world_size):
         return (world_size - 1) / world_size
 
-    def buffers(self, count, rank, values):
+    def buffers(self, count, rank, values, in_place):
         total = count * values.world_size
         return values.filled(rank, total), values.unset(total)
 

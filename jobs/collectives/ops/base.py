@@ -7,7 +7,12 @@ Definitions follow NVIDIA's nccl-tests (src/<op>.cu and doc/PERFORMANCE.md):
   broadcast, elements of ONE rank's chunk for the chunked ops;
 - chunked ops round a rank's chunk down to whole 16-byte lines, as nccl-tests does
   ((size / element / ranks) & -(16 / element)): a sweep step too small for that is empty;
-- algbw = bytes / time; busbw = algbw x the op's factor at world size n.
+- algbw = bytes / time; busbw = algbw x the op's factor at world size n;
+- out of place and in place as nccl-tests prints both: in place, the output and the input
+  share memory the way NCCL defines it (all_gather: the input is this rank's chunk of the
+  output; reduce_scatter: the output is this rank's chunk of the input). `forms` lists the
+  ones torch.distributed has for the op (all_reduce and broadcast have only in place,
+  all_to_all_single only out of place).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ class Collective(ABC):
     name: str
     redop = "none"  # nccl-tests' redop column
     root = -1  # nccl-tests' root column (-1: no root)
-    in_place = False  # the op reads and writes one buffer (torch's all_reduce and broadcast do)
+    forms: tuple[bool, ...] = (False,)  # in_place values torch has for this op, out of place first
     chunked = False  # the buffer is one chunk per rank; count is per rank
 
     def geometry(self, size: int, world_size: int, element_bytes: int) -> Geometry:
@@ -47,8 +52,9 @@ class Collective(ABC):
         """busbw / algbw: the share of the data each rank's link must carry."""
 
     @abstractmethod
-    def buffers(self, count: int, rank: int, values: Values) -> tuple[torch.Tensor, torch.Tensor]:
-        """(input, output) filled for this rank; the same tensor twice for in-place ops."""
+    def buffers(self, count: int, rank: int, values: Values, in_place: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(input, output) filled for this rank in the given form (one of `forms`); in place,
+        one shares the other's memory."""
 
     @abstractmethod
     def expected(self, count: int, rank: int, values: Values) -> torch.Tensor:

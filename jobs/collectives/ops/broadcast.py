@@ -12,12 +12,12 @@ ROOT = 0
 class Broadcast(Collective):
     name = "broadcast"
     root = ROOT
-    in_place = True  # torch.distributed.broadcast sends and receives in one tensor
+    forms = (True,)  # torch.distributed.broadcast sends and receives in one tensor
 
     def busbw_factor(self, world_size):
         return 1.0  # nccl-tests: a pipelined broadcast moves the whole buffer over every link once
 
-    def buffers(self, count, rank, values):
+    def buffers(self, count, rank, values, in_place):
         buffer = values.filled(rank, count) if rank == ROOT else values.unset(count)
         return buffer, buffer
 
