@@ -261,3 +261,12 @@ class _UnionFind:
 
     def same(self, a: int, b: int) -> bool:
         return self.find(a) == self.find(b)
+
+
+def set_shape(links: list[list[str]], gpu_names: list[str | None], gpus) -> str:
+    """A renumbering-invariant class of a GPU subset within its wiring: sha256 of the canonical
+    form with the subset's GPUs marked. Sets that a renumbering of the wiring maps onto each
+    other share it (GPUs 0-3 and 4-7 of two identical quads), so they share measured history."""
+    chosen = set(gpus)
+    marked = [f"{hardware.normalize_model(name)} [{'in' if i in chosen else 'out'}]" for i, name in enumerate(gpu_names)]
+    return fingerprint(links, marked)

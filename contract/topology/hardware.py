@@ -85,3 +85,32 @@ def slurm_type(name: str | None) -> str | None:
     if model == UNKNOWN_MODEL:
         return None
     return re.sub(r"[^a-z0-9_.-]+", "_", model.lower()).strip("_")
+
+
+# Dense bf16 TFLOP/s by datasheet; the first model name found, as whole words, in the device name
+# (normalised as wirewise.topology.hardware does) wins, so an RTX A1000 is not taken for an A100.
+DATASHEET_BF16_TFLOPS = (
+    ("GH200", 989.0),
+    ("H200 NVL", 835.0),
+    ("H100 NVL", 835.0),
+    ("H100 PCIe", 756.0),
+    ("H200", 989.0),  # SXM
+    ("H100", 989.0),  # SXM (HBM3)
+    ("H800", 989.0),
+    ("GB200", 2500.0),
+    ("B200", 2250.0),
+    ("A100", 312.0),
+    ("A800", 312.0),
+    ("L40S", 362.0),
+)
+
+
+def datasheet_bf16_tflops(name: str | None) -> tuple[str, float] | None:
+    """(the model fragment matched, dense bf16 TFLOP/s per GPU by datasheet), None when unknown."""
+    if not name:
+        return None
+    model = normalize_model(name)
+    for fragment, tflops in DATASHEET_BF16_TFLOPS:
+        if re.search(rf"\b{re.escape(fragment.upper())}\b", model):
+            return fragment, tflops
+    return None

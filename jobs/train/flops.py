@@ -13,29 +13,10 @@ unless WIREWISE_PEAK_TFLOPS gives one (a measured matmul peak, say); the record 
 from __future__ import annotations
 
 import os
-import re
 
-from wirewise.topology.hardware import normalize_model
+from wirewise.topology.hardware import datasheet_bf16_tflops
 
 PEAK_ENV = "WIREWISE_PEAK_TFLOPS"
-
-# Dense bf16 TFLOP/s by datasheet; the first model name found, as whole words, in the device name
-# (normalised as wirewise.topology.hardware does) wins, so an RTX A1000 is not taken for an A100.
-DATASHEET_BF16_TFLOPS = (
-    ("GH200", 989.0),
-    ("H200 NVL", 835.0),
-    ("H100 NVL", 835.0),
-    ("H100 PCIe", 756.0),
-    ("H200", 989.0),  # SXM
-    ("H100", 989.0),  # SXM (HBM3)
-    ("H800", 989.0),
-    ("GB200", 2500.0),
-    ("B200", 2250.0),
-    ("A100", 312.0),
-    ("A800", 312.0),
-    ("L40S", 362.0),
-)
-
 
 def peak_flops(device_name: str | None) -> tuple[float | None, str]:
     """(peak FLOP/s per GPU, where the figure comes from); (None, why) when unknown."""
@@ -48,10 +29,10 @@ def peak_flops(device_name: str | None) -> tuple[float | None, str]:
 def datasheet_flops(device_name: str | None) -> tuple[float | None, str]:
     if not device_name:
         return None, "no GPU: MFU is not computed on CPU"
-    model = normalize_model(device_name)
-    for fragment, tflops in DATASHEET_BF16_TFLOPS:
-        if re.search(rf"\b{re.escape(fragment.upper())}\b", model):
-            return tflops * 1e12, f"datasheet dense bf16 for {fragment}: {tflops:g} TFLOP/s"
+    known = datasheet_bf16_tflops(device_name)
+    if known:
+        fragment, tflops = known
+        return tflops * 1e12, f"datasheet dense bf16 for {fragment}: {tflops:g} TFLOP/s"
     return None, f"no datasheet peak known for {device_name!r}: set {PEAK_ENV}"
 
 

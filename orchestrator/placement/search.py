@@ -65,11 +65,12 @@ def _best(wiring: Wiring, free: Gpus, sets: Iterable[Gpus], predict: Predict) ->
 
 # -- the fast method ----------------------------------------------------
 def hierarchy_candidates(wiring: Wiring, free: Gpus, k: int) -> list[Gpus]:
-    """One packed set per unit of the wiring's hierarchy that can hold k GPUs.
+    """Two sets per unit of the wiring's hierarchy that can hold k GPUs, for `score` to rank.
 
     The hierarchy: the free GPUs joined by pairs at or above each distinct pair rate (slowest
     rate first: the whole node; fastest last: NVLink groups), then NUMA nodes. Inside a unit,
-    `_pack` fills k from its sub-units, best fit first, so whole groups stay whole."""
+    `_pack` fills k from its sub-units, best fit first, so whole groups stay whole; the second
+    set is what remains once the best-packed rest is set aside for the next job."""
     levels = _levels(wiring, free)
     found: dict[Gpus, None] = {}
 
@@ -77,12 +78,35 @@ def hierarchy_candidates(wiring: Wiring, free: Gpus, k: int) -> list[Gpus]:
         if len(members) < k:
             return
         found[_pack(members, depth, k, levels)] = None
+        # Also the set that leaves the best-connected rest behind (what the next job gets),
+        # and the one made of the fewest NVLink groups.
+        rest = set(_pack(members, depth, len(members) - k, levels)) if len(members) > k else set()
+        found[tuple(g for g in members if g not in rest)] = None
+        found[_whole_groups_first(wiring, members, k)] = None
         if depth < len(levels):
             for part in levels[depth](members):
                 visit(part, depth + 1)
 
     visit(tuple(free), 0)
     return list(found)
+
+
+def _whole_groups_first(wiring: Wiring, members: Gpus, k: int) -> Gpus:
+    """The unit's NVLink groups largest first until one holds what is still needed; from that
+    one (the smallest that does), its first GPUs. Fewest groups for k GPUs."""
+    groups: dict[int, list[int]] = {}
+    for gpu in members:
+        groups.setdefault(wiring.group[gpu], []).append(gpu)
+    pool = sorted(groups.values(), key=lambda g: (-len(g), g))
+    taken: list[int] = []
+    while len(taken) < k:
+        need = k - len(taken)
+        fitting = [g for g in pool if len(g) >= need]
+        if fitting:
+            taken += min(fitting, key=lambda g: (len(g), g))[:need]
+            break
+        taken += pool.pop(0)
+    return tuple(sorted(taken))
 
 
 def _levels(wiring: Wiring, free: Gpus) -> list[Callable[[Gpus], list[Gpus]]]:

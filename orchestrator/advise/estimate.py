@@ -1,0 +1,148 @@
+"""`wirewise estimate`: memory per GPU for each strategy, judged against the card's memory and
+calibrated against the peaks the store measured for the same model and strategy."""
+
+from __future__ import annotations
+
+import re
+from statistics import median
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.advise.memory import (
+    ACCOUNTINGS,
+    GB,
+    STRATEGY_ORDER,
+    Calibration,
+    StrategyMemory,
+    activation_bytes,
+    check_choice,
+    model_state_bytes,
+    strategy_memory,
+)
+from wirewise.orchestrator.advise.params import ModelShape, model_shape
+from wirewise.topology import hardware
+
+# Cards whose name does not carry their memory ("NVIDIA H200" does not; "A100-SXM4-80GB" does),
+# in GB by datasheet.
+CARD_MEMORY_GB = (("GH200", 96.0), ("H200", 141.0), ("H100", 80.0), ("GB200", 186.0), ("B200", 180.0))
+
+
+def estimate(
+    model: str,
+    gpus: int,
+    strategies: list[str] | None = None,
+    batch_size: int = 1,
+    seq_len: int | None = None,
+    accounting: str = "article",
+    gpu_mem_gb: float | None = None,
+    gpu_name: str | None = None,
+    store=None,
+) -> dict:
+    """The estimate as the command prints it (--json)."""
+    check_choice(accounting, ACCOUNTINGS, "accounting")
+    for strategy in strategies or []:
+        check_choice(strategy, STRATEGY_ORDER, "strategy")
+    if gpus < 1 or batch_size < 1 or (seq_len is not None and seq_len < 1):
+        raise UserError("--gpus, --batch-size and --seq-len must be at least 1")
+    shape = model_shape(model, seq_len)
+    memory_gb, memory_source = card_memory(gpu_mem_gb, gpu_name)
+    rows = memory_rows(shape, gpus, batch_size, accounting, memory_gb, store, strategies)
+    return {
+        "model": model,
+        "params": shape.params,
+        "counted_by": shape.counted_by,
+        "gpus": gpus,
+        "batch_size": batch_size,
+        "seq_len": shape.tokens_per_sample if shape.kind == "causal-lm" else None,
+        "accounting": accounting,
+        "accounting_about": ACCOUNTINGS[accounting].about,
+        "gpu_mem_gb": memory_gb,
+        "gpu_mem_source": memory_source,
+        "strategies": [row.as_dict() for row in rows],
+    }
+
+
+def memory_rows(shape: ModelShape, gpus: int, batch_size: int, accounting: str, memory_gb: float | None,
+                store=None, strategies: list[str] | None = None) -> list[StrategyMemory]:
+    """Each strategy's memory per GPU, calibrated where the store has measured peaks."""
+    return [
+        strategy_memory(
+            shape, strategy, gpus, batch_size, accounting, memory_gb,
+            calibration(store, shape, strategy, accounting) if store is not None else None,
+        )
+        for strategy in (strategies or STRATEGY_ORDER)
+    ]
+
+
+def card_memory(given: float | None, gpu_name: str | None) -> tuple[float | None, str]:
+    """(GB of one card, where the figure comes from): given, else the GPU's name, else NVML."""
+    if given is not None:
+        if given <= 0:
+            raise UserError(f"--gpu-mem-gb must be positive (got {given:g})")
+        return given, "--gpu-mem-gb"
+    if gpu_name:
+        from_name = memory_from_name(gpu_name)
+        if from_name:
+            return from_name, f"the GPU's name ({gpu_name})"
+    probed = probe_memory()
+    if probed:
+        return probed
+    return None, "unknown: no GPU found here; give --gpu-mem-gb"
+
+
+def memory_from_name(name: str) -> float | None:
+    model = hardware.normalize_model(name)
+    stated = re.search(r"(\d+)\s*GB\b", model)
+    if stated:
+        return float(stated.group(1))
+    for fragment, gb in CARD_MEMORY_GB:
+        if re.search(rf"\b{fragment}\b", model):
+            return gb
+    return None
+
+
+def probe_memory() -> tuple[float, str] | None:
+    """GPU 0's memory through NVML, None where there is no driver or GPU."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no library, no driver, no GPU: all mean "not probed"
+        return None
+    try:
+        if pynvml.nvmlDeviceGetCount() == 0:
+            return None
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        total = pynvml.nvmlDeviceGetMemoryInfo(handle).total
+        name = pynvml.nvmlDeviceGetName(handle)
+        return round(total / GB, 1), f"probed ({name if isinstance(name, str) else name.decode()}, NVML)"
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Calibration | None:
+    """Measured peak / estimate over the store's GPU runs of this model and strategy (each
+    estimated at the run's own ranks, batch and sequence length); None without such runs."""
+    from sqlalchemy import select
+
+    from wirewise.orchestrator.store.models import ResultRow
+
+    with store.session() as session:
+        runs = session.execute(
+            select(ResultRow.peak_mem_bytes, ResultRow.world_size, ResultRow.gpu_count, ResultRow.micro_batch,
+                   ResultRow.seq_len, ResultRow.extra)
+            .where(ResultRow.workload == "train", ResultRow.model == shape.name, ResultRow.strategy == strategy)
+            .where(ResultRow.status == "ok", ResultRow.peak_mem_bytes.is_not(None))
+        ).all()
+    ratios, peaks = [], []
+    for peak, world, count, batch, seq, extra in runs:
+        if (extra or {}).get("device") == "cpu" or not peak:
+            continue
+        ranks, batch = world or count or 1, batch or 1
+        tokens = seq if shape.kind == "causal-lm" and seq else shape.tokens_per_sample
+        estimated = sum(model_state_bytes(shape.params, strategy, ranks, accounting).values())
+        estimated += activation_bytes(shape, batch, tokens)
+        ratios.append(max(peak) / estimated)
+        peaks.append(max(peak))
+    if not ratios:
+        return None
+    return Calibration(round(median(ratios), 3), len(ratios), round(median(peaks) / GB, 2))

@@ -1,0 +1,179 @@
+"""Predicted busbw of a GPU set: measured where the store has it, else the wiring model.
+
+Measured history is looked up by the wiring's fingerprint and the set's shape (a class of the
+set that does not depend on GPU numbering: GPUs 0-3 and 4-7 of two identical quads share it),
+at the largest message size measured for that shape, median over the results there. Only
+results of GPU ranks on the default transport count: CPU ranks (gloo) and forced-PCIe runs
+say nothing about how a placement performs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import median
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.placement.wiring import Wiring
+from wirewise.topology import Topology
+from wirewise.topology.fingerprint import set_shape
+
+MEASURED, MODEL = "measured", "model"
+DEFAULT_OP = "all_reduce"
+
+
+@dataclass(frozen=True)
+class Measured:
+    busbw_gbs: float
+    results: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Prediction:
+    busbw_gbs: float | None
+    basis: str  # MEASURED or MODEL
+    results: int = 0  # how many stored results it rests on
+    bytes: int | None = None  # the message size they were measured at
+
+    def as_dict(self) -> dict:
+        return {"predicted_busbw_gbs": self.busbw_gbs, "basis": self.basis, "results": self.results, "bytes": self.bytes}
+
+
+@dataclass
+class Predictor:
+    """predict(gpus) for one node: the shape's measured busbw, else the model's."""
+
+    topo: Topology
+    measured: dict[str, Measured] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.wiring = Wiring.of(self.topo)
+        self._shapes: dict[tuple[int, ...], str] = {}
+
+    def predict(self, gpus) -> Prediction:
+        gpus = tuple(sorted(gpus))
+        if self.measured and len(gpus) > 1:
+            found = self.measured.get(self.shape(gpus))
+            if found:
+                return Prediction(found.busbw_gbs, MEASURED, found.results, found.bytes)
+        return Prediction(self.wiring.model_busbw(gpus), MODEL)
+
+    def __call__(self, gpus) -> float | None:
+        return self.predict(gpus).busbw_gbs
+
+    def shape(self, gpus: tuple[int, ...]) -> str:
+        if gpus not in self._shapes:
+            self._shapes[gpus] = set_shape(self.topo.links, self.topo.gpu_names, gpus)
+        return self._shapes[gpus]
+
+
+def predictor(topo: Topology, store=None, op: str = DEFAULT_OP) -> Predictor:
+    """A predictor for a node, with the store's measured history when a store is given."""
+    return Predictor(topo, measured_by_shape(store, topo, op) if store is not None else {})
+
+
+def measured_by_shape(store, topo: Topology, op: str = DEFAULT_OP) -> dict[str, Measured]:
+    """shape -> median busbw at the largest size measured for it, from every node of this wiring."""
+    from wirewise.orchestrator.store.models import ResultRow
+
+    rows = gpu_results(
+        store, topo, (ResultRow.bytes, ResultRow.busbw_gbs),
+        ResultRow.op == op, ResultRow.busbw_gbs.is_not(None), ResultRow.bytes.is_not(None),
+    )
+    by_shape: dict[str, dict[int, list[float]]] = {}
+    for shape, (size, busbw) in rows:
+        by_shape.setdefault(shape, {}).setdefault(size, []).append(busbw)
+    return {shape: _at_largest(sizes) for shape, sizes in by_shape.items()}
+
+
+def measured_tokens_per_s(store, topo: Topology, gpus, model: str) -> dict[str, tuple[float, int]]:
+    """strategy -> (median tokens/s, results) of training runs of `model` on this wiring and
+    this set's shape."""
+    from wirewise.orchestrator.store.models import ResultRow
+
+    wanted = set_shape(topo.links, topo.gpu_names, sorted(gpus))
+    rows = gpu_results(
+        store, topo, (ResultRow.strategy, ResultRow.tokens_per_s),
+        ResultRow.model == model, ResultRow.gpu_count == len(gpus), ResultRow.tokens_per_s.is_not(None),
+    )
+    by_strategy: dict[str, list[float]] = {}
+    for shape, (strategy, tokens) in rows:
+        if shape == wanted:
+            by_strategy.setdefault(strategy, []).append(tokens)
+    return {strategy: (round(median(values), 1), len(values)) for strategy, values in by_strategy.items()}
+
+
+def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tuple[str, tuple]]:
+    """(set shape, the columns) of the successful results on this wiring that ran on GPUs on the
+    default transport: CPU ranks (gloo) and forced-PCIe runs say nothing about a placement.
+    Each result's GPUs are read in the numbering of the node it ran on."""
+    from sqlalchemy import select
+
+    from wirewise.orchestrator.store.models import ResultRow
+
+    with store.session() as session:
+        rows = session.execute(
+            select(ResultRow.node, ResultRow.gpus, ResultRow.params, ResultRow.extra, *columns)
+            .where(ResultRow.fingerprint == topo.fingerprint, ResultRow.status == "ok", *conditions)
+        ).all()
+        wirings = node_wirings(session, topo.fingerprint)
+    shapes: dict[tuple, str] = {}
+    found = []
+    for node, gpus, params, extra, *values in rows:
+        if (extra or {}).get("device") == "cpu" or (params or {}).get("transport", "default") != "default":
+            continue
+        links, names = wirings.get(node, (topo.links, topo.gpu_names))
+        if len(gpus) < 2 or max(gpus) >= len(links):
+            continue
+        key = (node, tuple(sorted(gpus)))
+        if key not in shapes:
+            shapes[key] = set_shape(links, names, key[1])
+        found.append((shapes[key], tuple(values)))
+    return found
+
+
+def _at_largest(sizes: dict[int, list[float]]) -> Measured:
+    largest = max(sizes)
+    values = sizes[largest]
+    return Measured(round(median(values), 1), len(values), largest)
+
+
+def node_wirings(session, fingerprint: str) -> dict[str, tuple[list, list]]:
+    """node name -> (its pair matrix, its GPU names) in its own numbering, for one wiring."""
+    from sqlalchemy import select
+
+    from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
+
+    rows = session.execute(
+        select(NodeRow.name, NodeTopologyRow.details, TopologyRow.parsed)
+        .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
+        .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
+        .where(TopologyRow.fingerprint == fingerprint)
+    ).all()
+    return {name: _links_and_names(details, parsed) for name, details, parsed in rows}
+
+
+def _links_and_names(details: dict, parsed: dict) -> tuple[list, list]:
+    source = details if "links" in details else parsed
+    return source["links"], source.get("gpu_names") or [None] * len(source["links"])
+
+
+def stored_node_topology(store, node: str) -> Topology:
+    """The wiring last seen on a stored node, in that node's numbering."""
+    from sqlalchemy import select
+
+    from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
+
+    with store.session() as session:
+        row = session.execute(
+            select(NodeTopologyRow.details, TopologyRow.parsed)
+            .join(NodeRow, NodeRow.id == NodeTopologyRow.node_id)
+            .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
+            .where(NodeRow.name == node)
+            .order_by(NodeTopologyRow.last_seen.desc())
+        ).first()
+    if row is None:
+        raise UserError(f"unknown node {node!r}: no topology stored for it (run `wirewise topo save --node {node}` there)")
+    details, parsed = row
+    fields = details if "links" in details else parsed
+    return Topology.model_validate({**fields, "details": details})

@@ -1,0 +1,86 @@
+"""A placement request as the commands state it: which node's wiring (a file, a stored node,
+or this machine), which GPUs are free, which policy, and optionally a model to advise on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.placement import POLICIES
+from wirewise.orchestrator.placement.free import free_gpus, parse_free_list
+from wirewise.orchestrator.placement.history import stored_node_topology
+from wirewise.orchestrator.placement.place import place
+from wirewise.topology import Topology, node_name, read_topology
+
+
+def existing_store(db: str | None):
+    """The store at --db / WIREWISE_DB / ./wirewise.db, or None where that SQLite file does not
+    exist yet: asking for advice never creates a database."""
+    from sqlalchemy.engine import make_url
+
+    from wirewise.orchestrator.store import Store, resolve_url
+
+    url = resolve_url(db)
+    try:
+        parsed = make_url(url)
+    except Exception:
+        raise UserError(f"not a database URL: {url!r}") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).expanduser().exists():
+            return None
+    return Store(url)
+
+
+def node_topology(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
+    """(the wiring, whether it is this machine's, probed live)."""
+    if topology_file is not None:
+        return read_topology(topology_file), False
+    if node:
+        if store is None:
+            raise UserError(f"unknown node {node!r}: no database with stored topologies (run `wirewise topo save` there)")
+        return stored_node_topology(store, node), False
+    try:
+        return read_topology(None), True
+    except UserError as exc:
+        raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
+
+
+def parse_policy(policy: str, gpus: int) -> str | list[int]:
+    if policy in POLICIES:
+        return policy
+    if policy and policy[0].isdigit():
+        return parse_free_list(policy, gpus)
+    raise UserError(f"--policy {policy!r}: use one of {', '.join(POLICIES)} or GPU indices such as 0,1")
+
+
+def placement_for(
+    k: int | None,
+    topology_file: Path | None = None,
+    node: str | None = None,
+    free: str | None = None,
+    policy: str = "packed",
+    model: str | None = None,
+    batch_size: int = 1,
+    seq_len: int | None = None,
+    accounting: str = "article",
+    gpu_mem_gb: float | None = None,
+    db: str | None = None,
+) -> dict:
+    """The `wirewise place --json` object."""
+    store = existing_store(db)
+    topo, live = node_topology(topology_file, node, store)
+    given = parse_free_list(free, topo.gpus) if free is not None else None
+    free_list, free_source = free_gpus(topo.gpus, given, node, live)
+    label = node or (topology_file.name if topology_file else node_name(topo))
+    result = {"node": label, **place(topo, k, parse_policy(policy, topo.gpus), free_list, store, free_source)}
+    if model:
+        from wirewise.orchestrator.advise import advise_placement
+
+        advice = advise_placement(
+            topo, result["gpus"], result["predicted_busbw_gbs"], model, store,
+            batch_size, seq_len, accounting, gpu_mem_gb,
+        )
+        result["strategy"] = advice["strategy"]
+        result["advice"] = advice
+        result["reasons"] += [f"strategy: {reason}" for reason in advice["reasons"]]
+    return result

@@ -1,0 +1,120 @@
+"""`wirewise place` as a process: fixtures' wirings, free GPUs, measured history, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import wirewise, wirewise_json
+from tests.placement.history import plant_all_reduce
+from tests.topology.common import NVL_QUADS, TOPO, fixture_text
+from tests.topology.renumber import renumber_text
+from wirewise.topology import read_topology, topology_from_text
+
+NVSWITCH = TOPO / "synthetic-h200-sxm-8gpu-nvswitch.txt"
+QUADS = ({0, 1, 2, 3}, {4, 5, 6, 7})
+
+
+def place(*args: str):
+    return wirewise_json("place", *args)
+
+
+def test_four_on_nvl_quads_is_one_quad_at_nvlink_speed() -> None:
+    out = place("--gpus", "4", "--topology-file", str(NVL_QUADS))
+    assert set(out["gpus"]) in QUADS
+    assert out["cuda_visible_devices"] == ",".join(map(str, out["gpus"]))
+    assert out["fabric"] == "nvlink-groups" and out["basis"] == "model" and out["results"] == 0
+    # 3 peers x NV6 x 25 GB/s x 0.8 ring efficiency (the article measured 322).
+    assert out["predicted_busbw_gbs"] == 360.0
+    # The next-best set crosses the socket link: PCIe Gen4 x16 (names unknown) 32 x 0.5 x 0.8.
+    assert out["alternatives"][0]["predicted_busbw_gbs"] == 12.8
+    assert "strategy" not in out
+
+
+def test_free_gpus_steer_the_choice() -> None:
+    assert place("--gpus", "4", "-f", str(NVL_QUADS), "--free", "2,3,4-7")["gpus"] == [4, 5, 6, 7]
+    out = place("--gpus", "2", "-f", str(NVL_QUADS), "--free", "2,3,5,6,7")
+    assert out["gpus"] == [2, 3] and out["free_source"] == "--free"
+
+
+def test_spread_policy_crosses_quads() -> None:
+    out = place("--gpus", "4", "-f", str(NVL_QUADS), "--policy", "spread")
+    assert [len(set(out["gpus"]) & quad) for quad in QUADS] == [2, 2]
+    assert out["predicted_busbw_gbs"] == 12.8
+
+
+def test_nvswitch_prediction_is_flat() -> None:
+    out = place("--gpus", "3", "-f", str(NVSWITCH))
+    assert out["predicted_busbw_gbs"] == 360.0
+    assert out["alternatives"] == []  # every other set predicts the same
+
+
+def test_measured_history_overrides_the_model(db_url: str) -> None:
+    """A degraded quad bridge measured at 20 GB/s inside a quad, 26 across: the measured
+    history contradicts the model (120 vs 12.8) and the cross-quad pair wins."""
+    topo = read_topology(NVL_QUADS)
+    plant_all_reduce(db_url, topo, "nvl1", {(0, 1): 20.0, (0, 4): 26.0})
+    out = place("--gpus", "2", "--node", "nvl1", "--db", db_url)
+    assert len(set(out["gpus"]) & QUADS[0]) == 1
+    assert out["basis"] == "measured" and out["results"] == 1 and out["predicted_busbw_gbs"] == 26.0
+    assert out["bytes"] == 1 << 30
+    assert any("measured" in reason for reason in out["reasons"])
+
+
+def test_history_of_a_renumbered_node_counts_by_set_shape(db_url: str) -> None:
+    """nvl2 numbers the same wiring differently (nvl1's GPU i is its GPU perm[i]): its pair
+    (0, 2) crosses its quads, and it predicts every cross-quad pair of nvl1."""
+    perm = [0, 4, 1, 5, 2, 6, 3, 7]
+    nvl2 = topology_from_text(renumber_text(fixture_text(NVL_QUADS.name), perm))
+    assert nvl2.groups == [[0, 1, 4, 5], [2, 3, 6, 7]]
+    assert nvl2.fingerprint == read_topology(NVL_QUADS).fingerprint
+    plant_all_reduce(db_url, nvl2, "nvl2", {(0, 2): 31.0})
+    plant_all_reduce(db_url, read_topology(NVL_QUADS), "nvl1", {})
+    out = place("--gpus", "2", "--policy", "spread", "--node", "nvl1", "--db", db_url)
+    assert out["basis"] == "measured" and out["predicted_busbw_gbs"] == 31.0
+
+
+def test_cpu_ranks_and_forced_pcie_are_not_gpu_history(db_url: str) -> None:
+    topo = read_topology(NVL_QUADS)
+    plant_all_reduce(db_url, topo, "nvl1", {(0, 4): 900.0}, extra={"device": "cpu"})
+    plant_all_reduce(db_url, topo, "nvl1", {(1, 5): 800.0}, params={"transport": "pcie"})
+    out = place("--gpus", "2", "--node", "nvl1", "--db", db_url)
+    assert out["basis"] == "model" and out["predicted_busbw_gbs"] == 120.0
+
+
+def test_largest_size_is_the_one_that_counts(db_url: str) -> None:
+    topo = read_topology(NVL_QUADS)
+    plant_all_reduce(db_url, topo, "nvl1", {(0, 1): 200.0}, size=1 << 20)
+    plant_all_reduce(db_url, topo, "nvl1", {(2, 3): 110.0, (4, 5): 118.0, (6, 7): 114.0})
+    out = place("--gpus", "2", "--node", "nvl1", "--db", db_url)
+    assert out["predicted_busbw_gbs"] == 114.0 and out["results"] == 3
+
+
+def test_table_output_for_people() -> None:
+    proc = wirewise("place", "--gpus", "4", "-f", str(NVL_QUADS), check=True)
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in proc.stdout
+    assert "predicted all_reduce busbw 360 GB/s from the wiring model" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gpus", "9", "-f", str(NVL_QUADS)], "9 GPUs asked for but only 8 free"),
+        (["--gpus", "2", "-f", str(NVL_QUADS), "--free", "1,x"], "'x' is not a GPU index"),
+        (["--gpus", "2", "-f", str(NVL_QUADS), "--policy", "nearest"], "--policy 'nearest'"),
+        (["--gpus", "2", "-f", str(NVSWITCH), "--policy", "spread"], "spread needs NVLink groups"),
+        (["--gpus", "2", "-f", str(NVL_QUADS), "--model", "gpt-9"], "unknown model 'gpt-9'"),
+        (["--gpus", "2", "--node", "ghost"], "unknown node 'ghost'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path) -> None:
+    proc = wirewise("place", *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("wirewise: error: ") and message in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "wirewise.db").exists()
+
+
+def test_unknown_node_in_a_real_database(db_url: str) -> None:
+    plant_all_reduce(db_url, read_topology(NVL_QUADS), "nvl1", {})
+    proc = wirewise("place", "--gpus", "2", "--node", "nvl9", "--db", db_url)
+    assert proc.returncode == 2 and "unknown node 'nvl9'" in proc.stderr
