@@ -28,6 +28,7 @@ GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory
 def register(app: typer.Typer) -> None:
     app.command()(place)
     app.command()(estimate)
+    app.command(context_settings={"allow_interspersed_args": False})(run)
 
 
 def place(
@@ -76,6 +77,33 @@ def estimate(
     emit(result, json, print_estimate)
 
 
+def run(
+    command: Annotated[list[str] | None, typer.Argument(help="The command and its arguments, after `--`; passed as a list, never through a shell.")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", "-k", help="How many GPUs.")] = 1,
+    model: ModelOption = None,
+    whole_node: Annotated[bool, typer.Option("--whole-node", help="Hold the whole node (--exclusive) and pin the chosen GPUs with CUDA_VISIBLE_DEVICES; default: share the node, Slurm picks GPUs on a node of the right fabric.")] = False,
+    topology_file: TopologyFileOption = None,
+    node: Annotated[str | None, typer.Option("--node", help="Run on this node (Slurm --nodelist); its wiring from the store unless --topology-file.")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition.")] = None,
+    time_min: Annotated[int, typer.Option("--time", "-t", help="Time limit in minutes.")] = 60,
+    cpus_per_task: Annotated[int | None, typer.Option("--cpus-per-task", "-c", help="CPUs for the job.")] = None,
+    folder: Annotated[Path, typer.Option("--folder", help="submitit's folder for the job's script and logs.")] = Path("wirewise-runs"),
+    start_timeout: Annotated[float, typer.Option("--start-timeout", help="Seconds to wait for a shared job to start, to read back its GPUs.")] = 60.0,
+    gpu_mem_gb: GpuMemOption = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Submit your own command to Slurm on well-connected GPUs, with the advised strategy in WIREWISE_STRATEGY."""
+    from wirewise.orchestrator.placement.request import run_for
+    from wirewise.orchestrator.placement.submit import RunRequest
+
+    request = RunRequest(
+        command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, partition=partition,
+        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder, start_timeout_s=start_timeout,
+    )
+    emit(run_for(request, topology_file, node, db, gpu_mem_gb), json, print_run)
+
+
 def emit(result: dict, json: bool, table) -> None:
     """JSON for scripts, else the command's table for people."""
     if json:
@@ -101,6 +129,17 @@ def print_placement(result: dict) -> None:
     for reason in result["reasons"]:
         out.print(f"- {reason}", markup=False, highlight=False)
     out.print(f"CUDA_VISIBLE_DEVICES={result['cuda_visible_devices']}", markup=False, highlight=False)
+
+
+def print_run(result: dict) -> None:
+    out = console()
+    gpus = result["cuda_visible_devices"] or "not known yet"
+    out.print(f"submitted job {result['job_id']} ({result['mode']}) on GPUs {gpus}", markup=False, highlight=False)
+    if result["strategy"]:
+        out.print(f"WIREWISE_STRATEGY={result['strategy']}", markup=False, highlight=False)
+    for warning in result["warnings"]:
+        out.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
+    out.print(f"logs: {result['folder']}", markup=False, highlight=False)
 
 
 def print_estimate(result: dict) -> None:

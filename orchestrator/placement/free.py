@@ -11,6 +11,7 @@ from wirewise.errors import UserError
 
 _GRES_USED = re.compile(r"GresUsed=(\S*)")
 _INDICES = re.compile(r"gpu[^,(]*\(IDX:([^)]*)\)")
+_JOB_NODE_GRES = re.compile(r"^\s*Nodes=(\S+) .*GRES=gpu[^(]*\(IDX:([^)]*)\)")
 
 
 def used_from_scontrol(text: str) -> set[int]:
@@ -52,7 +53,25 @@ def slurm_used(node: str) -> set[int] | None:
     proc = subprocess.run(["scontrol", "show", "node", "-d", node], capture_output=True, text=True, timeout=30)
     if proc.returncode != 0 or f"NodeName={node} " not in proc.stdout:
         return None
-    return used_from_scontrol(proc.stdout)
+    if "(IDX:" in proc.stdout:
+        return used_from_scontrol(proc.stdout)
+    # Untyped GRES (Gres=gpu:8) show only a count on the node: ask each job running there.
+    jobs = subprocess.run(["squeue", "-h", "-w", node, "-t", "RUNNING", "-o", "%A"], capture_output=True, text=True, timeout=30)
+    used: set[int] = set()
+    for job in jobs.stdout.split():
+        used |= set(job_gpus(job, node) or [])
+    return used
+
+
+def job_gpus(job_id: str, node: str | None = None) -> list[int] | None:
+    """The GPU indices a running job holds (on `node`, or its first node), from `scontrol show
+    job -d`'s `Nodes=vm ... GRES=gpu:2(IDX:0-1)` lines; None while it holds none yet."""
+    proc = subprocess.run(["scontrol", "show", "job", "-d", job_id], capture_output=True, text=True, timeout=30)
+    for line in proc.stdout.splitlines():
+        found = _JOB_NODE_GRES.search(line)
+        if found and (node is None or found.group(1) == node):
+            return sorted(expand_indices(found.group(2)))
+    return None
 
 
 def nvml_used() -> set[int] | None:

@@ -74,13 +74,36 @@ def placement_for(
     label = node or (topology_file.name if topology_file else node_name(topo))
     result = {"node": label, **place(topo, k, parse_policy(policy, topo.gpus), free_list, store, free_source)}
     if model:
-        from wirewise.orchestrator.advise import advise_placement
+        add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb)
+    return result
 
-        advice = advise_placement(
-            topo, result["gpus"], result["predicted_busbw_gbs"], model, store,
-            batch_size, seq_len, accounting, gpu_mem_gb,
-        )
-        result["strategy"] = advice["strategy"]
-        result["advice"] = advice
-        result["reasons"] += [f"strategy: {reason}" for reason in advice["reasons"]]
+
+def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:
+    """The advised strategy for the placement, its per-strategy table and its reasons."""
+    from wirewise.orchestrator.advise import advise_placement
+
+    advice = advise_placement(topo, result["gpus"], result["predicted_busbw_gbs"], model, store, *options)
+    result["strategy"] = advice["strategy"]
+    result["advice"] = advice
+    result["reasons"] += [f"strategy: {reason}" for reason in advice["reasons"]]
+
+
+def run_for(request, topology_file: Path | None, node: str | None, db: str | None, gpu_mem_gb: float | None = None) -> dict:
+    """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
+    any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
+    from wirewise.orchestrator.placement.submit import run_command
+    from wirewise.orchestrator.store import Store
+
+    if not request.command:
+        raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
+    store = Store(db)  # the job is recorded: create the database when needed
+    topo, live = node_topology(topology_file, node, store)
+    free_list, free_source = (
+        (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
+    )
+    placement = place(topo, request.gpus, "packed", free_list, store, free_source)
+    if request.model:
+        add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
+    result = run_command(request, topo, node, placement, placement.get("strategy"), store)
+    result["reasons"] = placement["reasons"]
     return result

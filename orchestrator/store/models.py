@@ -172,3 +172,31 @@ class ResultRow(Base):
     model_state_bytes: Mapped[list[int] | None] = mapped_column(JSON)
     mfu: Mapped[float | None]
     extra: Mapped[dict[str, Any]]
+
+
+class PlacedJobRow(Base):
+    """A user's own command submitted by `wirewise run`, with the placement it got: the GPUs it
+    runs on (chosen and pinned, or given by Slurm), their predicted busbw next to the best free
+    set's, and the strategy exported to it."""
+
+    __tablename__ = "placed_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slurm_job_id: Mapped[str] = mapped_column(String(64), index=True)
+    mode: Mapped[str] = mapped_column(String(16))  # whole-node (pinned) or shared (Slurm picks)
+    command: Mapped[list[Any]]  # the argument list, exactly as given
+    node: Mapped[str | None] = mapped_column(String(255))
+    requested_gpus: Mapped[int]
+    gpus: Mapped[list[int] | None] = mapped_column(JSON)  # None until Slurm says which (shared)
+    fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
+    fabric: Mapped[str | None] = mapped_column(String(32))
+    constraint: Mapped[str | None] = mapped_column(String(255))
+    predicted_busbw_gbs: Mapped[float | None]
+    basis: Mapped[str | None] = mapped_column(String(16))
+    best_free_gpus: Mapped[list[int] | None] = mapped_column(JSON)
+    best_free_busbw_gbs: Mapped[float | None]
+    model: Mapped[str | None] = mapped_column(String(255))
+    strategy: Mapped[str | None] = mapped_column(String(32))
+    warnings: Mapped[list[Any]]
+    folder: Mapped[str] = mapped_column(Text)  # submitit's folder: the job's logs
+    submitted_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

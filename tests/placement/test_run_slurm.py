@@ -1,0 +1,119 @@
+"""`wirewise run` against the real test Slurm (8 fake GPUs): the command's arguments arrive
+unchanged, CUDA_VISIBLE_DEVICES and WIREWISE_STRATEGY are set, the job is recorded; a shared
+job gets Slurm's GPUs read back and compared with the best free set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from tests.conftest import wirewise
+from tests.topology.common import NVL_QUADS
+from wirewise.orchestrator.placement.free import job_gpus
+from wirewise.orchestrator.placement.wiring import Wiring
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.models import PlacedJobRow
+from wirewise.topology import read_topology
+
+pytestmark = pytest.mark.slurm
+
+# Everything a shell would act on, if one were in the way.
+TRICKY = ["a b", ";", "$(touch {canary})", '"quoted"', "it's", "*", "--gpus", "\\n"]
+REPORT = (
+    "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps({'argv': sys.argv[2:], "
+    "'cvd': os.environ.get('CUDA_VISIBLE_DEVICES'), 'strategy': os.environ.get('WIREWISE_STRATEGY')}))"
+)
+
+
+def run_json(*args: str) -> dict:
+    """`wirewise run --json ARGS` (--json first: after `--` it would be the command's)."""
+    return json.loads(wirewise("run", "--json", *args, check=True).stdout)
+
+
+def wait_for(path: Path, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size:
+            return json.loads(path.read_text())
+        time.sleep(0.5)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.fixture
+def fabric_feature(slurm_cluster):
+    """The node advertises its fabric as `wirewise topo slurm` suggests (Features=nvlink-groups)
+    for the test, then gets its old features back."""
+    node = slurm_cluster.node
+    shown = subprocess.run(["scontrol", "show", "node", node], capture_output=True, text=True, check=True).stdout
+    old = shown.split("AvailableFeatures=")[1].split()[0]
+    old = "" if old == "(null)" else old
+    subprocess.run(["scontrol", "update", f"NodeName={node}", "AvailableFeatures=nvlink-groups",
+                    "ActiveFeatures=nvlink-groups"], check=True)
+    yield
+    subprocess.run(["scontrol", "update", f"NodeName={node}", f"AvailableFeatures={old}", f"ActiveFeatures={old}"], check=True)
+
+
+def test_whole_node_job_gets_its_arguments_pinned_gpus_and_strategy(slurm_cluster, tmp_path, db_url) -> None:
+    canary = tmp_path / "shell-ran"
+    args = [a.format(canary=canary) for a in TRICKY]
+    out_file = tmp_path / "seen.json"
+    result = run_json(
+        "--gpus", "4", "--model", "mistral-7b", "--gpu-mem-gb", "141", "--whole-node",
+        "-f", str(NVL_QUADS), "--node", slurm_cluster.node, "-p", slurm_cluster.partition, "-t", "5",
+        "--folder", str(tmp_path / "jobs"), "--db", db_url,
+        "--", sys.executable, "-c", REPORT, str(out_file), *args,
+    )
+    seen = wait_for(out_file)
+    assert seen["argv"] == args
+    assert not canary.exists()
+    assert seen["cvd"] == result["cuda_visible_devices"] == "0,1,2,3"  # one quad, pinned
+    assert seen["strategy"] == result["strategy"] == "fsdp"  # inside a quad: the fast wire
+    with Store(db_url).session() as session:
+        row = session.scalars(select(PlacedJobRow)).one()
+        assert (row.slurm_job_id, row.mode, row.gpus, row.strategy) == (result["job_id"], "whole-node", [0, 1, 2, 3], "fsdp")
+        assert row.command == [sys.executable, "-c", REPORT, str(out_file), *args]
+        assert row.predicted_busbw_gbs == 360.0 and row.fingerprint == read_topology(NVL_QUADS).fingerprint
+
+
+def test_shared_job_reads_back_slurms_gpus_and_warns_when_worse(slurm_cluster, fabric_feature, tmp_path, db_url) -> None:
+    """A job holding 3 GPUs first: Slurm hands out the lowest free GPUs (3 and 4, across the
+    quads) while a pair inside the second quad was free."""
+    blocker = subprocess.run(
+        ["sbatch", "--parsable", "-p", slurm_cluster.partition, "--gpus-per-node=3", "-t", "2", "-o", "/dev/null",
+         "--wrap", "sleep 60"], capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    try:
+        deadline = time.monotonic() + 60
+        while job_gpus(blocker) is None and time.monotonic() < deadline:
+            time.sleep(0.3)
+        result = run_json(
+            "--gpus", "2", "--model", "mistral-7b", "--gpu-mem-gb", "141", "-f", str(NVL_QUADS),
+            "--node", slurm_cluster.node, "-p", slurm_cluster.partition, "-t", "5",
+            "--folder", str(tmp_path / "jobs"), "--db", db_url, "--", "sleep", "30",
+        )
+        assert result["gpus"] == job_gpus(result["job_id"])
+        subprocess.run(["scancel", result["job_id"]], check=False)
+    finally:
+        subprocess.run(["scancel", blocker], check=False)
+    assert result["mode"] == "shared" and result["constraint"] == "nvlink-groups"
+    wiring = Wiring.of(read_topology(NVL_QUADS))
+    assert result["predicted_busbw_gbs"] == wiring.model_busbw(tuple(result["gpus"]))
+    worse = result["predicted_busbw_gbs"] < result["best_free_busbw_gbs"]
+    assert bool(result["warnings"]) == worse
+    if job_gpus(blocker) in (None, [0, 1, 2]) and result["gpus"] == [3, 4]:
+        assert result["best_free_busbw_gbs"] == 120.0 and worse  # a pair of quad 4-7 was free
+    with Store(db_url).session() as session:
+        row = session.scalars(select(PlacedJobRow)).one()
+        assert row.gpus == result["gpus"] and row.warnings == result["warnings"]
+
+
+def test_run_without_a_command_is_refused(tmp_path) -> None:
+    proc = wirewise("run", "--gpus", "2", "-f", str(NVL_QUADS), cwd=tmp_path)
+    assert proc.returncode == 2 and "give the command to run after `--`" in proc.stderr
+    assert not (tmp_path / "wirewise.db").exists()
