@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 UNKNOWN_MODEL = "unknown"
 
@@ -53,6 +54,7 @@ def normalize_model(name: str | None) -> str:
     return text.upper() or UNKNOWN_MODEL
 
 
+@lru_cache(maxsize=256)  # asked once per GPU pair when a wiring is scored: 5184 times on 72 GPUs
 def family(name: str | None) -> GpuFamily | None:
     """Known facts for a GPU name, or None when the model is not in the table."""
     model = normalize_model(name)

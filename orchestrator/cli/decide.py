@@ -42,12 +42,16 @@ def place(
     seq_len: SeqOption = None,
     accounting: AccountingOption = "article",
     gpu_mem_gb: GpuMemOption = None,
+    across_nodes: Annotated[bool, typer.Option("--across-nodes", help="More GPUs than one node: choose stored nodes of one wiring first (fewest leaf switches), then GPUs on each.")] = False,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
     """Choose GPUs for a job: the best-connected free set by predicted busbw (measured where stored, else the wiring model)."""
-    from wirewise.orchestrator.placement.request import placement_for
+    from wirewise.orchestrator.placement.request import placement_across_nodes, placement_for
 
+    if across_nodes:
+        emit(placement_across_nodes(gpus, db), json, print_nodes)
+        return
     result = placement_for(
         gpus, topology_file=topology_file, node=node, free=free, policy=policy, model=model,
         batch_size=batch_size, seq_len=seq_len, accounting=accounting, gpu_mem_gb=gpu_mem_gb, db=db,
@@ -129,6 +133,21 @@ def print_placement(result: dict) -> None:
     for reason in result["reasons"]:
         out.print(f"- {reason}", markup=False, highlight=False)
     out.print(f"CUDA_VISIBLE_DEVICES={result['cuda_visible_devices']}", markup=False, highlight=False)
+
+
+def print_nodes(result: dict) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"{len(result['nodes'])} node(s) x {result['per_node']} GPU(s)", show_header=True)
+    table.add_column("node")
+    table.add_column("GPUs")
+    for row in result["nodes"]:
+        table.add_row(escape(row["node"]), row["cuda_visible_devices"])
+    out = console()
+    out.print(table)
+    for reason in result["reasons"]:
+        out.print(f"- {reason}", markup=False, highlight=False)
 
 
 def print_run(result: dict) -> None:

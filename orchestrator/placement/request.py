@@ -78,6 +78,23 @@ def placement_for(
     return result
 
 
+def placement_across_nodes(k: int | None, db: str | None) -> dict:
+    """`wirewise place --across-nodes --json`: nodes of one wiring from the store, each with the
+    GPUs Slurm has free, under the fewest leaf switches Slurm's network topology names."""
+    from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes, slurm_leaf_switches
+    from wirewise.orchestrator.store.topology import list_topologies
+
+    store = existing_store(db)
+    names = sorted({row["node"] for row in list_topologies(store)}) if store is not None else []
+    if not names:
+        raise UserError("no stored nodes to place across (run `wirewise topo save` on each node)")
+    nodes = []
+    for name in names:
+        topo = stored_node_topology(store, name)
+        nodes.append(NodeState(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
+    return choose_nodes(nodes, k or 0, slurm_leaf_switches()).as_dict()
+
+
 def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:
     """The advised strategy for the placement, its per-strategy table and its reasons."""
     from wirewise.orchestrator.advise import advise_placement
