@@ -117,3 +117,27 @@ def test_run_without_a_command_is_refused(tmp_path) -> None:
     proc = wirewise("run", "--gpus", "2", "-f", str(NVL_QUADS), cwd=tmp_path)
     assert proc.returncode == 2 and "give the command to run after `--`" in proc.stderr
     assert not (tmp_path / "wirewise.db").exists()
+
+
+def test_place_on_a_slurm_node_leaves_out_the_gpus_jobs_hold(slurm_cluster, db_url) -> None:
+    """The node's wiring is stored under its Slurm name; a job holding 2 GPUs (Slurm gives the
+    lowest, 0 and 1) leaves 2-7 free, and 4 GPUs then go to the whole quad 4-7."""
+    from tests.placement.history import plant_all_reduce
+
+    plant_all_reduce(db_url, read_topology(NVL_QUADS), slurm_cluster.node, {})
+    blocker = subprocess.run(
+        ["sbatch", "--parsable", "-p", slurm_cluster.partition, "--gpus-per-node=2", "-t", "2", "-o", "/dev/null",
+         "--wrap", "sleep 60"], capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    try:
+        deadline = time.monotonic() + 60
+        while job_gpus(blocker) is None and time.monotonic() < deadline:
+            time.sleep(0.3)
+        held = job_gpus(blocker)
+        out = json.loads(wirewise("place", "--json", "--gpus", "4", "--node", slurm_cluster.node, "--db", db_url, check=True).stdout)
+    finally:
+        subprocess.run(["scancel", blocker], check=False)
+    assert out["free_source"].startswith("slurm")
+    assert not set(held) & set(out["free"]) and len(out["free"]) <= 6
+    if held == [0, 1] and out["free"] == [2, 3, 4, 5, 6, 7]:
+        assert out["gpus"] == [4, 5, 6, 7]
