@@ -70,7 +70,7 @@ class Wiring:
         """Predicted all-reduce bus bandwidth (GB/s) of the set; None for one GPU (no traffic)."""
         if len(gpus) < 2:
             return None
-        if _has_ring(gpus, lambda a, b: self.nvlink[a][b]):
+        if self.groups_spanned(gpus) == 1 and _has_ring(gpus, lambda a, b: self.nvlink[a][b]):
             per_gpu = min(
                 min(self.nvlink_cap[a], sum(self.gbs[a][b] for b in gpus if self.nvlink[a][b])) for a in gpus
             )
@@ -79,12 +79,19 @@ class Wiring:
 
     def ring_bottleneck(self, gpus: tuple[int, ...]) -> float:
         """The slowest hop of the best ring through the set: the highest pair rate t such that
-        the pairs at t or faster still join every member in one ring."""
-        rates = sorted({self.gbs[a][b] for a, b in combinations(gpus, 2)}, reverse=True)
-        for rate in rates:
+        the pairs at t or faster still join every member in one ring. It lies between what
+        every member has to half the set (Dirac: then a ring exists) and what every member has
+        to two partners (a ring needs two)."""
+        if len(gpus) == 2:
+            return self.gbs[gpus[0]][gpus[1]]
+        ranked = [sorted((self.gbs[a][b] for b in gpus if b != a), reverse=True) for a in gpus]
+        upper = min(rates[1] for rates in ranked)
+        dirac = min(rates[(len(gpus) + 1) // 2 - 1] for rates in ranked)
+        between = sorted({rate for rates in ranked for rate in rates if dirac < rate <= upper}, reverse=True)
+        for rate in between:
             if _has_ring(gpus, lambda a, b, t=rate: self.gbs[a][b] >= t):
                 return rate
-        return rates[-1]
+        return dirac
 
     # -- locality, after bandwidth ---------------------------------------
     def groups_spanned(self, gpus: tuple[int, ...]) -> int:
@@ -127,7 +134,7 @@ def _components(nvlink) -> tuple[int, ...]:
 def _has_ring(gpus: tuple[int, ...], joined) -> bool:
     """Whether the pairs `joined(a, b)` hold a cycle through every GPU of the set (two GPUs:
     the pair itself). Cheap checks first: every pair joined, a member with fewer than two
-    partners, Dirac's condition; then a subset DP, exact up to 16 members."""
+    partners, Dirac's condition, a split set; then a subset DP, exact up to 16 members."""
     k = len(gpus)
     if k == 2:
         return joined(*gpus)
@@ -135,9 +142,20 @@ def _has_ring(gpus: tuple[int, ...], joined) -> bool:
     low = min(degree.values())
     if low == k - 1 or low >= k / 2:
         return True
-    if low < 2 or k > _EXACT_RING_LIMIT:
+    if low < 2 or k > _EXACT_RING_LIMIT or not _connected(gpus, joined):
         return False
     return _hamiltonian_cycle(gpus, joined)
+
+
+def _connected(gpus: tuple[int, ...], joined) -> bool:
+    seen, stack = {gpus[0]}, [gpus[0]]
+    while stack:
+        a = stack.pop()
+        for b in gpus:
+            if b not in seen and joined(a, b):
+                seen.add(b)
+                stack.append(b)
+    return len(seen) == len(gpus)
 
 
 def _hamiltonian_cycle(gpus: tuple[int, ...], joined) -> bool:
