@@ -113,8 +113,8 @@ def run_for(request, topology_file: Path | None, node: str | None, db: str | Non
 
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
-    store = Store(db)  # the job is recorded: create the database when needed
-    topo, live = node_topology(topology_file, node, store)
+    topo, live = node_topology(topology_file, node, existing_store(db))
+    store = Store(db)  # the job is recorded: create the database once the request is sound
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
     )
