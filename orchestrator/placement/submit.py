@@ -37,25 +37,13 @@ class CommandInJob:
     def __call__(self) -> str:
         from submitit.helpers import CommandFunction
 
+        from wirewise.orchestrator.slurm.gpus import device_ids
+
         env = {**os.environ, **self.env}
         if self.pin is not None:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(visible_entries(self.pin, env))
+            # Slurm may renumber the job's GPUs or list UUIDs: name the chosen ones as the job sees them.
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(device_ids(self.pin, env) or map(str, self.pin))
         return CommandFunction(self.command, verbose=True, cwd=self.cwd, env=env)()
-
-
-def visible_entries(pin: list[int], env: dict[str, str]) -> list[str]:
-    """CUDA_VISIBLE_DEVICES entries for physical GPUs inside a job: position p of Slurm's
-    CUDA_VISIBLE_DEVICES is the node's GPU SLURM_JOB_GPUS[p] (device cgroups renumber from 0,
-    recent Slurm may list UUIDs); outside Slurm the index is the name."""
-    visible = [v for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v]
-    physical = [g for g in env.get("SLURM_JOB_GPUS", "").split(",") if g]
-    if not visible or len(physical) != len(visible):
-        return [str(g) for g in pin]
-    position = {int(g): p for p, g in enumerate(physical)}
-    missing = [g for g in pin if g not in position]
-    if missing:
-        raise RuntimeError(f"GPUs {missing} are not among this job's GPUs {physical}")
-    return [visible[position[g]] for g in pin]
 
 
 @dataclass
