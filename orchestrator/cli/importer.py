@@ -31,6 +31,8 @@ def nccl_tests(
     imported = read_log_file(log, op=op, node=node, topology_file=topology_file, how=how)
     store = Store(db)  # opened only once the input is known to be good
     summary = imported.summary(imported.store(store))
+    for why in imported.skipped:
+        typer.echo(f"wirewise: warning: {why}; not stored", err=True)
     if json:
         print_json(summary)
         return

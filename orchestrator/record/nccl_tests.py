@@ -20,8 +20,17 @@ says nothing of its environment otherwise), and `params.cuda_graph` from the hea
 `graph: N` (a run with -G). Rows of size 0 are not stored: they carry no
 bandwidth, and a log can hold several of them (all_gather with -b below ranks x 16 B),
 which would give one (op, bytes) key many values; the log's average line, which counts
-them, is kept as printed under extra.avg_busbw_gbs. Record ids derive from the log's
-content and the row's place in it, so importing a log again adds nothing.
+them, is kept as printed under extra.avg_busbw_gbs.
+
+A row is stored only when it is whole: as many columns as the section's header names (or,
+without a header, as most of its rows have), and finite, non-negative times and bandwidths.
+A log cut mid-row would otherwise shift its columns (time -1, algbw 2115); such rows are
+skipped with a warning naming their line.
+
+Record ids come from the measurement, not the file's bytes: the run's header (its ranks'
+hosts, pids, devices and bus ids, the settings, the version and test) and the row's own
+values. The same log with other whitespace, a truncated copy, or the log inside a longer
+file all give the same ids, so importing it again adds nothing.
 
 `read_log_file` is what `wirewise import nccl-tests` calls: the log, its node and the
 topology it ran on, checked, then `LogImport.store` saves the wiring and the records.
@@ -30,7 +39,10 @@ topology it ran on, checked, then `LogImport.store` saves the wiring and the rec
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,6 +59,7 @@ if TYPE_CHECKING:
 OP_FROM_TEST = {"alltoall": "all_to_all"}
 REDUCING_OPS = {"all_reduce", "reduce_scatter", "reduce"}
 NON_REDUCING_OPS = {"all_gather", "broadcast", "all_to_all", "sendrecv", "gather", "scatter", "hypercube", "alltoallv"}
+KNOWN_OPS = REDUCING_OPS | NON_REDUCING_OPS
 # Spellings of an op in file names, most specific first ("reduce_scatter" before "reduce").
 OP_IN_NAME = [
     ("reduce_scatter", ("reduce_scatter", "reducescatter")),
@@ -70,9 +83,13 @@ _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _SETTINGS = re.compile(r"^#\s*nThread\s+\d+")
 _DEVICE = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+"
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
     r"device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s+(?P<name>.+?)\s*$"
 )
+_HEADER = re.compile(r"^#\s*size\s+count\s+type\b")
+# Terminal control sequences (ANSI CSI/OSC) and other control characters: never part of a
+# host or GPU name, and a log may carry them (colourised srun output, or a hostile file).
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x1f\x7f-\x9f]")
 _AVERAGE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _ENV_LINE = re.compile(r"NCCL INFO (NCCL_\w+) set by environment to (\S+?)\.?\s*$")
 _ENV_PAIR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -106,6 +123,7 @@ class Row:
 @dataclass
 class Device:
     rank: int
+    pid: int
     host: str
     device: int
     bus_id: str
@@ -163,15 +181,32 @@ class Section:
     average_busbw: float | None = None
     notes: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # NCCL INFO "set by environment" lines
+    columns: int | None = None  # columns per row, from the header line
+    candidates: list[tuple[int, list[str]]] = field(default_factory=list)  # (line number, tokens)
+    skipped: list[str] = field(default_factory=list)  # why rows were not stored, by line
 
     @property
     def started(self) -> bool:
-        return bool(self.rows or self.average_busbw is not None)
+        return bool(self.candidates or self.average_busbw is not None)
+
+    def read_rows(self) -> None:
+        """Rows from the candidate lines: whole ones only (see the module's docstring)."""
+        expected = self.columns or Counter(len(tokens) for _, tokens in self.candidates).most_common(1)[0][0]
+        for number, tokens in self.candidates:
+            if len(tokens) != expected:
+                self.skipped.append(f"line {number}: {len(tokens)} columns where the run prints {expected} (cut row?)")
+            elif (row := _row(tokens)) is None:
+                self.skipped.append(f"line {number}: not a result row")
+            elif (problem := _unmeasured(row)) is not None:
+                self.skipped.append(f"line {number}: {problem}")
+            else:
+                self.rows.append(row)
 
 
 # -- parsing ----------------------------------------------------------------
 def parse_log(text: str) -> list[Section]:
-    """Sections with at least one row, in file order."""
+    """Sections with at least one row line, in file order (rows that are not whole are in
+    each section's `skipped`)."""
     sections = [Section()]
 
     def current(start_new: bool = False) -> Section:
@@ -179,7 +214,7 @@ def parse_log(text: str) -> list[Section]:
             sections.append(Section())
         return sections[-1]
 
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         line = line.rstrip()
         if match := _VERSION.match(line):
             section = current(start_new=True)
@@ -191,8 +226,11 @@ def parse_log(text: str) -> list[Section]:
             current(start_new=True).settings = _settings(line)
         elif match := _DEVICE.match(line):
             current().devices.append(
-                Device(int(match["rank"]), match["host"], int(match["device"]), match["bus"], match["name"])
+                Device(int(match["rank"]), int(match["pid"]), _clean(match["host"]), int(match["device"]),
+                       _clean(match["bus"]), _clean(match["name"]))
             )
+        elif _HEADER.match(line):
+            current().columns = len(line.lstrip("#").split())
         elif match := _AVERAGE.match(line):
             current().average_busbw = float(match.group(1))
         elif match := _ENV_LINE.search(line):
@@ -201,9 +239,29 @@ def parse_log(text: str) -> list[Section]:
             note = line.lstrip("# ").strip()
             if note and not _is_header_or_boilerplate(note):
                 current().notes.append(note)
-        elif (row := _row(line)) is not None:
-            current().rows.append(row)
-    return [s for s in sections if s.rows]
+        elif _looks_like_row(tokens := line.split()):
+            current().candidates.append((number, tokens))
+    for section in sections:
+        if section.candidates:
+            section.read_rows()
+    return [s for s in sections if s.candidates]
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub("", text)
+
+
+def _looks_like_row(tokens: list[str]) -> bool:
+    """A line that starts like a result row (size, count, type): whole or not, it is one."""
+    return len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit() and (len(tokens) == 2 or not _is_number(tokens[2]))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _nccl_version(code: str | None) -> str | None:
@@ -229,10 +287,9 @@ def _is_header_or_boilerplate(note: str) -> bool:
     return first in ("size", "(B)", "out-of-place", "Using", "Collective", "Out") or note.startswith("Rank")
 
 
-def _row(line: str) -> Row | None:
-    """A result row, or None for anything else (NCCL INFO lines, warnings, srun noise)."""
-    tokens = line.split()
-    if len(tokens) < 7 or not tokens[0].isdigit() or not tokens[1].isdigit():
+def _row(tokens: list[str]) -> Row | None:
+    """A result row from a line's tokens, or None when they do not parse as one."""
+    if len(tokens) < 7:
         return None
     size, count, type_ = int(tokens[0]), int(tokens[1]), tokens[2]
     rest = tokens[3:]
@@ -254,6 +311,20 @@ def _row(line: str) -> Row | None:
     except ValueError:
         return None
     return Row(size, count, type_, redop, root, parsed[0], parsed[1] if groups == 2 else None)
+
+
+def _unmeasured(row: Row) -> str | None:
+    """Why a parsed row is not a measurement (NaN, Inf or negative figures), or None."""
+    for timing in (row.out_of_place, row.in_place):
+        if timing is None:
+            continue
+        for name in ("time_us", "algbw_gbs", "busbw_gbs"):
+            value = getattr(timing, name)
+            if not math.isfinite(value) or value < 0:
+                return f"{name} {value} is not a measurement"
+    if row.size >= 2**63 or row.count >= 2**63:
+        return f"size {row.size} does not fit a 64-bit integer"
+    return None
 
 
 def _timing(fields: list[str]) -> Timing:
@@ -322,25 +393,30 @@ def log_records(
 
     `node` defaults to the first host of the log's Rank lines; `topology` gives the rows
     their fingerprint and fabric; `how` the transport and environment it ran with."""
-    return _records(parse_log(text), text, file_name, op, node, topology, logged_at, how)
+    return _records(parse_log(text), file_name, op, node, topology, logged_at, how)
 
 
 def _records(
-    sections: list[Section], text: str, file_name: str, op: str | None, node: str | None,
+    sections: list[Section], file_name: str, op: str | None, node: str | None,
     topology: Topology | None, logged_at: datetime | None, how: HowItRan,
 ) -> list[ResultRecord]:
-    if not sections:
+    if not any(section.rows for section in sections):
         raise UserError(f"{file_name}: no nccl-tests result rows found (is this the stdout of an *_perf run?)")
     node = node or _first_host(sections)
-    digest = hashlib.sha256(text.encode()).hexdigest()
     when = logged_at or datetime.now(timezone.utc)
     records = []
     for index, section in enumerate(sections):
-        base = _section_fields(section, index, op_of(section, op, file_name), file_name, node, digest, when)
+        if not section.rows:
+            continue
+        section_op = op_of(section, op, file_name)
+        run_id = _run_identity(section, section_op)
+        base = _section_fields(section, index, section_op, file_name, node, run_id, when)
         base["params"]["transport"] = how.transport
         base["env"] = how.env_of(section, file_name)
         section_extra = _extra(section)
-        for row_index, row in enumerate(section.rows):
+        seen_sizes: Counter[int] = Counter()
+        for row in section.rows:
+            seen_sizes[row.size] += 1
             if row.size == 0:
                 continue
             for in_place, timing in ((False, row.out_of_place), (True, row.in_place)):
@@ -349,7 +425,7 @@ def _records(
                 records.append(
                     ResultRecord(
                         **base,
-                        record_id=f"nccl-tests:{digest[:24]}:{index}:{row_index}:{'in' if in_place else 'out'}",
+                        record_id=_record_id(run_id, row, seen_sizes[row.size], in_place),
                         fingerprint=topology.fingerprint if topology else None,
                         fabric=topology.fabric if topology else None,
                         bytes=row.size,
@@ -366,6 +442,26 @@ def _records(
     return records
 
 
+def _run_identity(section: Section, op: str) -> str:
+    """sha256 of what identifies the run: its ranks (host, pid, device, bus id), settings,
+    version, test and op. Whitespace, truncation and the rest of the file do not enter."""
+    identity = {
+        "op": op, "test": section.test, "version": section.version, "nccl": section.nccl_version,
+        "settings": section.settings, "ranks": [[d.rank, d.host, d.pid, d.device, d.bus_id] for d in section.devices],
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def _record_id(run_id: str, row: Row, occurrence: int, in_place: bool) -> str:
+    """The run's identity plus the row's own values (and which time that size came up: runs
+    with -N repeat the sweep), so a record is known by what it measured."""
+    timing = row.in_place if in_place else row.out_of_place
+    values = [row.size, row.count, row.type, row.redop, row.root, occurrence, in_place,
+              timing.time_us, timing.algbw_gbs, timing.busbw_gbs, timing.wrong]
+    digest = hashlib.sha256(f"{run_id}:{json.dumps(values)}".encode()).hexdigest()
+    return f"nccl-tests:{digest[:32]}"
+
+
 def _hosts(section: Section) -> list[str]:
     return list(dict.fromkeys(d.host for d in section.devices))
 
@@ -376,13 +472,13 @@ def _first_host(sections: list[Section]) -> str | None:
 
 
 def _section_fields(
-    section: Section, index: int, op: str, file_name: str, node: str | None, digest: str, when: datetime
+    section: Section, index: int, op: str, file_name: str, node: str | None, run_id: str, when: datetime
 ) -> dict:
     hosts = _hosts(section)
     on_node = [d for d in section.devices if d.host == node] or [d for d in section.devices if hosts and d.host == hosts[0]]
     versions = {"nccl-tests": section.version, "nccl": section.nccl_version}
     return dict(
-        task_id=f"nccl-tests:{digest[:12]}",
+        task_id=f"nccl-tests:{run_id[:12]}",
         workload="collective",
         source="nccl-tests",
         op=op,
@@ -419,6 +515,7 @@ class LogImport:
     node: str | None
     topology: Topology | None
     records: list[ResultRecord]
+    skipped: list[str] = field(default_factory=list)  # rows not stored, and why
 
     def store(self, store: Store) -> int:
         """Save the node's wiring (when given) and the records; returns how many records were new."""
@@ -439,6 +536,7 @@ class LogImport:
             "fingerprint": self.topology.fingerprint if self.topology else None,
             "fabric": self.topology.fabric if self.topology else None,
             "sections": [_section_summary(rows) for rows in sections.values()],
+            "skipped": self.skipped,
         }
 
 
@@ -447,6 +545,8 @@ def read_log_file(
     how: HowItRan = HowItRan(),
 ) -> LogImport:
     """Read and check an nccl-tests log (and the topology it ran on); UserError for anything wrong."""
+    if op is not None and op not in KNOWN_OPS:
+        raise UserError(f"--op {op!r}: not a collective nccl-tests measures; choose one of {', '.join(sorted(KNOWN_OPS))}")
     text = _read_text(path)
     sections = parse_log(text)
     node = node or _first_host(sections)
@@ -458,9 +558,10 @@ def read_log_file(
 
         topology = read_topology(topology_file)
     logged_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-    records = _records(sections, text, path.name, op, node, topology, logged_at, how)
+    records = _records(sections, path.name, op, node, topology, logged_at, how)
     _check_gpus_fit(records, topology, topology_file)
-    return LogImport(path, node, topology, records)
+    skipped = [f"{path.name} {why}" for section in sections for why in section.skipped]
+    return LogImport(path, node, topology, records, skipped)
 
 
 def _read_text(path: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -184,3 +185,70 @@ def test_import_how_it_ran_bad_input_is_one_line_and_exit_2(args, message, tmp_p
     proc = wirewise("import", "nccl-tests", str(P2P_OFF_LOG), *args, "--db", f"sqlite:///{db}")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
     assert not db.exists()
+
+
+def _cut_before_last_column(text: str, size: int) -> str:
+    """The log as a crash leaves it: the row of `size` without its last (#wrong) column, nothing after."""
+    head, start, rest = text.partition(f"\n  {size:>10d}")
+    return head + start + rest.split("\n")[0].rsplit(None, 1)[0] + "\n"
+
+
+def test_a_cut_row_is_skipped_with_a_warning_naming_its_line(tmp_path, db_url):
+    """Issue 10 item 1: a log cut before its last #wrong column stored the 512 MiB row with
+    time_us=-1.0 and algbw=2115 (its columns shifted) and exited 0."""
+    cut = tmp_path / "nccl-all_reduce-cut.txt"
+    cut.write_text(_cut_before_last_column(NEW_LOG.read_text(), 536870912))
+    proc = wirewise("import", "nccl-tests", str(cut), "--db", db_url, "--json", check=True)
+    summary = json.loads(proc.stdout)
+    assert summary["rows"] == 8  # 4 whole sizes x 2; the cut 512 MiB row is not stored
+    assert proc.stderr.count("\n") == 1 and "warning" in proc.stderr and "line 24" in proc.stderr
+    assert "cut row" in proc.stderr and summary["skipped"] == [proc.stderr.split("warning: ")[1].split("; not")[0]]
+    stored = _stored(db_url)
+    assert all(r.time_us > 0 and r.bytes != 536870912 for r in stored)
+
+
+def test_nan_inf_and_negative_figures_are_not_stored(tmp_path, db_url):
+    text = NEW_LOG.read_text()
+    bad = (text.replace("182.87  183.49  321.10", "   nan  183.49  321.10")
+               .replace("313.66  213.95", "313.66   -2.00")
+               .replace("564.78  237.64  415.88", "564.78  237.64     inf"))
+    log = tmp_path / "nccl-all_reduce.txt"
+    log.write_text(bad)
+    proc = wirewise("import", "nccl-tests", str(log), "--db", db_url, "--json", check=True)
+    assert json.loads(proc.stdout)["rows"] == 14  # 7 good sizes x 2
+    assert proc.stderr.count("warning") == 3 and "time_us nan" in proc.stderr and "busbw_gbs inf" in proc.stderr
+
+
+def test_an_op_that_is_not_an_op_is_refused(tmp_path, db_url):
+    proc = wirewise("import", "nccl-tests", str(OLD_LOG), "--op", "all_redux", "--db", db_url)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--op 'all_redux'" in proc.stderr
+
+
+def test_record_ids_come_from_the_measurement_not_the_bytes(tmp_path, db_url):
+    """Issue 10 item 2: the same log with one more trailing newline, or a truncated copy,
+    added all its rows again."""
+    text = NEW_LOG.read_text()
+    newline = tmp_path / "nccl-all_reduce-a.txt"
+    newline.write_text(text + "\n")
+    truncated = tmp_path / "nccl-all_reduce-b.txt"
+    truncated.write_text(text[: text.index("  1073741824")])  # the first five sizes
+    crlf = tmp_path / "nccl-all_reduce-c.txt"
+    crlf.write_bytes(text.replace("\n", "\r\n").encode())
+    first = wirewise_json("import", "nccl-tests", str(NEW_LOG), "--db", db_url)
+    assert first["new"] == 20
+    for copy in (newline, truncated, crlf):
+        again = wirewise_json("import", "nccl-tests", str(copy), "--db", db_url)
+        assert again["new"] == 0, copy.name
+    assert len(_stored(db_url)) == 20
+    # Another run (other pids) with the same figures is another measurement.
+    other_run = tmp_path / "nccl-all_reduce-d.txt"
+    other_run.write_text(text.replace("Pid 4180122", "Pid 4180999"))
+    assert wirewise_json("import", "nccl-tests", str(other_run), "--db", db_url)["new"] == 20
+
+
+def _stored(db_url):
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.models import ResultRow
+
+    with Store(db_url).session() as session:
+        return session.scalars(select(ResultRow)).all()
