@@ -27,19 +27,24 @@ def _insert_ignoring_duplicates(session, rows: list[dict]) -> int:
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
     """Insert records; returns how many were new."""
-    rows = [r.model_dump() for r in records]
-    with store.session() as session:
-        return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
+    return store_measurement(store, list(records))
 
 
 def store_measurement(store: Store, records: list[ResultRecord], topology=None, node: str | None = None) -> int:
     """Save the wiring the records were measured on (a Topology, when known) under `node`
-    (default: the records' node), then the records; returns how many records were new."""
-    if topology is not None:
-        from wirewise.orchestrator.store.topology import save_topology
+    (default: the records' node) and the records, in one transaction: a failure stores
+    neither, so no node is left without its results. Returns how many records were new."""
+    rows = [r.model_dump() for r in records]
 
-        save_topology(store, topology, node or (records[0].node if records else None))
-    return store_records(store, records)
+    def write(session) -> int:
+        if topology is not None:
+            from wirewise.topology import node_name
+            from wirewise.orchestrator.store.topology import add_topology
+
+            add_topology(session, topology, node_name(topology, node or (records[0].node if records else None)))
+        return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
+
+    return store.write(write)
 
 
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:

@@ -9,13 +9,14 @@ transaction that upgrades to a writer fails at once instead of waiting).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 import wirewise.db
@@ -25,6 +26,8 @@ from wirewise.errors import UserError
 DEFAULT_URL = "sqlite:///wirewise.db"
 MIGRATIONS = Path(wirewise.db.__file__).parent
 SQLITE_BUSY_TIMEOUT_S = 60
+T = TypeVar("T")
+WRITE_ATTEMPTS = 4
 
 
 def resolve_url(url: str | None) -> str:
@@ -116,6 +119,20 @@ class Store:
         """A session committed on success, rolled back on error."""
         with self._sessions() as session, session.begin():
             yield session
+
+    def write(self, work: Callable[[Session], T]) -> T:
+        """Run `work(session)` as one transaction: all of it is stored or none. A concurrent
+        writer may insert the same unique row (a wiring, a node, their pair) between our read
+        and our write: the transaction is then run again, and each retry finds one more of
+        those rows in place (8 writers of one new wiring on PostgreSQL needed more than two)."""
+        for _ in range(WRITE_ATTEMPTS - 1):
+            try:
+                with self.session() as session:
+                    return work(session)
+            except IntegrityError:
+                continue
+        with self.session() as session:
+            return work(session)
 
     def row_counts(self) -> dict[str, int]:
         from wirewise.orchestrator.store.models import Base

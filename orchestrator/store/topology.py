@@ -12,16 +12,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
 from wirewise.topology.classify import classify
 from wirewise.topology.model import Topology
-
-SAVE_ATTEMPTS = 4
-
 
 def save_topology(store: Store, topo: Topology, node: str | None = None) -> tuple[str, bool]:
     """Store `topo` as seen on `node` (default: this host). Returns (fingerprint, created):
@@ -30,44 +27,38 @@ def save_topology(store: Store, topo: Topology, node: str | None = None) -> tupl
     from wirewise.topology import node_name
 
     node = node_name(topo, node)
-    for _ in range(SAVE_ATTEMPTS - 1):
-        try:
-            return _save(store, topo, node)
-        except IntegrityError:
-            # Another process stored the same wiring, node or pair between our read and our write:
-            # read again. Each retry finds one more of the three rows in place.
-            continue
-    return _save(store, topo, node)
+    return store.write(lambda session: add_topology(session, topo, node))
 
 
-def _save(store: Store, topo: Topology, node: str) -> tuple[str, bool]:
-    with store.session() as session:
-        topology = session.scalar(select(TopologyRow).where(TopologyRow.fingerprint == topo.fingerprint))
-        if topology is None:
-            topology = TopologyRow(
-                fingerprint=topo.fingerprint,
-                fabric=topo.fabric,
-                switched=topo.switched,
-                gpu_count=topo.gpus,
-                gpu_model=topo.gpu_model,
-                parsed=topo.contract(),
-                raw_text=topo.raw_text,
-            )
-            session.add(topology)
-        host = session.scalar(select(NodeRow).where(NodeRow.name == node))
-        if host is None:
-            host = NodeRow(name=node)
-            session.add(host)
-        session.flush()
-        seen = session.scalar(
-            select(NodeTopologyRow).where(NodeTopologyRow.node_id == host.id, NodeTopologyRow.topology_id == topology.id)
+def add_topology(session: Session, topo: Topology, node: str) -> tuple[str, bool]:
+    """save_topology inside the caller's transaction (ingest stores a wiring and its results
+    as one)."""
+    topology = session.scalar(select(TopologyRow).where(TopologyRow.fingerprint == topo.fingerprint))
+    if topology is None:
+        topology = TopologyRow(
+            fingerprint=topo.fingerprint,
+            fabric=topo.fabric,
+            switched=topo.switched,
+            gpu_count=topo.gpus,
+            gpu_model=topo.gpu_model,
+            parsed=topo.contract(),
+            raw_text=topo.raw_text,
         )
-        if seen is not None:
-            seen.last_seen = datetime.now(timezone.utc)
-            seen.details = _node_details(topo)
-            return topo.fingerprint, False
-        session.add(NodeTopologyRow(node_id=host.id, topology_id=topology.id, details=_node_details(topo)))
-        return topo.fingerprint, True
+        session.add(topology)
+    host = session.scalar(select(NodeRow).where(NodeRow.name == node))
+    if host is None:
+        host = NodeRow(name=node)
+        session.add(host)
+    session.flush()
+    seen = session.scalar(
+        select(NodeTopologyRow).where(NodeTopologyRow.node_id == host.id, NodeTopologyRow.topology_id == topology.id)
+    )
+    if seen is not None:
+        seen.last_seen = datetime.now(timezone.utc)
+        seen.details = _node_details(topo)
+        return topo.fingerprint, False
+    session.add(NodeTopologyRow(node_id=host.id, topology_id=topology.id, details=_node_details(topo)))
+    return topo.fingerprint, True
 
 
 def _node_details(topo: Topology) -> dict[str, Any]:

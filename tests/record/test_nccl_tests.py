@@ -252,3 +252,21 @@ def _stored(db_url):
 
     with Store(db_url).session() as session:
         return session.scalars(select(ResultRow)).all()
+
+
+def test_a_failed_import_stores_neither_the_node_nor_its_wiring(db_url):
+    """Issue 10 item 4: the node and topology were committed before the records, so an
+    import failing at the records left a node with no results."""
+    import sqlite3
+
+    from wirewise.orchestrator.store import Store
+
+    Store(db_url)  # the schema
+    path = db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as conn:  # a real failure at the records' INSERT, after the node's
+        conn.execute("CREATE TRIGGER full BEFORE INSERT ON results BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    proc = wirewise("import", "nccl-tests", str(OLD_LOG), "--topology-file", str(POLARIS_TOPO), "--db", db_url)
+    assert proc.returncode != 0 and "disk full" in proc.stderr
+    with sqlite3.connect(path) as conn:
+        counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("nodes", "topologies", "node_topologies", "results")]
+    assert counts == [0, 0, 0, 0]
