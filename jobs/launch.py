@@ -3,10 +3,10 @@
 Called the same way from every caller:
 - the local commands (`wirewise bench ...`): `run_task(spec, run_dir)` in-process;
 - a submitit task on Slurm: the same function, pickled;
-- a multi-node Slurm step: `srun --ntasks-per-node=1 python -m wirewise.jobs.launch RUN_DIR` (one
+- a multi-node Slurm step: `srun --ntasks-per-node=1 python -P -m wirewise.jobs.launch RUN_DIR` (one
   supervisor per node; node rank, node count and the master address come from SLURM_*).
 
-Each rank is a `python -m wirewise.jobs.worker` process in its own session, so a failed or hung run
+Each rank is a `python -P -m wirewise.jobs.worker` process in its own session, so a failed or hung run
 is ended whole (process group kill) within the timeout and leaves no orphans. Ranks write
 rank files; node 0's supervisor turns them into result records in one atomic `result.json`.
 """
@@ -40,8 +40,37 @@ POLL_S = 0.1
 ProgressFn = Callable[[int, int, str], None]
 
 
-class Cancelled(Exception):
-    """The supervisor was asked to stop (SIGTERM from scancel, or Ctrl-C)."""
+class StopRequests:
+    """SIGINT (Ctrl-C) and SIGTERM (scancel) while a task runs: each only notes the request,
+    and the supervisor, polling, stops the ranks and writes the `cancelled` result. Nothing
+    is raised, so a second Ctrl-C a moment later cannot cut the clean-up or the result file short.
+
+    SIGTERM cooperates with whoever handled it before (submitit logs and bypasses it, and
+    decides on preemption and timeout from its own USR2 handler, which is left alone): their
+    handler still runs. Outside the main thread no handler can be set; KeyboardInterrupt
+    is then caught by the supervisor as before."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: str | None = None  # the first signal's name
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequests:
+        if _in_main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._note)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _note(self, sig: int, frame) -> None:
+        self.received = self.received or signal.Signals(sig).name
+        previous = self._previous.get(sig)
+        if sig == signal.SIGTERM and callable(previous):
+            previous(sig, frame)
 
 
 @dataclass(frozen=True)
@@ -173,12 +202,14 @@ class ProgressReader:
                 self.on_progress(event["done"], event["total"], event.get("label", ""))
 
 
-def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, sigterm: SigtermGuard) -> str | None:
+def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, stop: StopRequests) -> str | None:
     """Wait for the ranks. Returns None when all exited 0, else 'failed', 'timeout' or 'cancelled'."""
     deadline = time.monotonic() + timeout_s
     failed_at: float | None = None
     try:
         while True:
+            if stop.received:
+                return "cancelled"
             progress.poll()
             codes = group.exit_codes()
             if all(code == 0 for code in codes.values()):
@@ -192,10 +223,9 @@ def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, sig
             if time.monotonic() > deadline:
                 return "timeout"
             time.sleep(POLL_S)
-    except (Cancelled, KeyboardInterrupt):
+    except KeyboardInterrupt:
         return "cancelled"
     finally:
-        sigterm.disarm()  # stopping now: a SIGTERM during the kill (a requeue's) must not cut it short
         progress.poll()
         group.kill()
 
@@ -216,14 +246,14 @@ def _log_tail(run_dir: Path, rank: int, lines: int = 15) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _outcome(ended: str | None, group: RankGroup, files: dict[int, dict], run_dir: Path, timeout_s: float):
+def _outcome(ended: str | None, group: RankGroup, files: dict[int, dict], run_dir: Path, timeout_s: float, stop: StopRequests):
     """(status, error) for the whole task from how the ranks ended and what they wrote."""
     if ended is None:
         return "ok", None
     reported = {rank: f for rank, f in files.items() if f.get("status") not in (None, "ok")}
     if ended in ("timeout", "cancelled") and not reported:
         running = [r for r, code in group.exit_codes().items() if code is None or code < 0]
-        what = f"timed out after {timeout_s:g} s" if ended == "timeout" else "cancelled"
+        what = f"timed out after {timeout_s:g} s" if ended == "timeout" else f"cancelled ({stop.received or 'interrupted'})"
         return ended, f"{what}; ranks still running: {running}"
     # Ranks that died without a word (killed by a signal, or the interpreter itself failed)
     # before the supervisor stopped anything: the likely cause of what the others report.
@@ -250,66 +280,33 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
     """Run this node's share of the task; node 0 returns the path of the written result file."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    started = datetime.now(timezone.utc)
-    layout = Layout.detect(spec)
-    if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
-        write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
-    topo, topo_error = node_topology(spec)
-    from wirewise.topology import node_name
+    with StopRequests() as stop:  # from the start: a Ctrl-C at any point still leaves a result file
+        started = datetime.now(timezone.utc)
+        layout = Layout.detect(spec)
+        if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
+            write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
+        topo, topo_error = node_topology(spec)
+        from wirewise.topology import node_name
 
-    node = node_name(topo, spec.node)
-
-    with SigtermGuard() as sigterm:
+        node = node_name(topo, spec.node)
         group = RankGroup(spec, layout, run_dir)
-        ended_how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress), sigterm)
-    files = _read_rank_files(run_dir, group.procs)
-    status, error = _outcome(ended_how, group, files, run_dir, spec.timeout_s)
-    ended = datetime.now(timezone.utc)
+        ended_how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress), stop)
+        files = _read_rank_files(run_dir, group.procs)
+        status, error = _outcome(ended_how, group, files, run_dir, spec.timeout_s, stop)
+        ended = datetime.now(timezone.utc)
 
-    result_path = run_dir / RESULT_FILE
-    if layout.node_rank == 0:
-        records = build_records(spec, files, status, error, topo, topo_error, node, started, ended)
-        write_json_atomic(
-            result_path,
-            {
-                "status": status,
-                "topology": topo.model_dump(mode="json") if topo else None,
-                "records": [r.model_dump(mode="json") for r in records],
-            },
-        )
+        result_path = run_dir / RESULT_FILE
+        if layout.node_rank == 0:
+            records = build_records(spec, files, status, error, topo, topo_error, node, started, ended)
+            write_json_atomic(
+                result_path,
+                {
+                    "status": status,
+                    "topology": topo.model_dump(mode="json") if topo else None,
+                    "records": [r.model_dump(mode="json") for r in records],
+                },
+            )
     return result_path
-
-
-class SigtermGuard:
-    """While the ranks run, SIGTERM (scancel) stops them and the task is still recorded, as
-    cancelled. It cooperates with whoever handled SIGTERM before: submitit logs and bypasses it,
-    and decides on preemption and timeout in its own USR2 handler, which is left alone; their
-    handler still runs, before ours asks the supervisor to stop. Once the supervisor is stopping
-    (disarmed), SIGTERM only reaches the previous handler."""
-
-    def __init__(self) -> None:
-        self.armed = False
-        self.previous = None
-
-    def __enter__(self) -> SigtermGuard:
-        if _in_main_thread():
-            self.previous = signal.signal(signal.SIGTERM, self._handle)
-            self.armed = True
-        return self
-
-    def _handle(self, sig, frame) -> None:
-        if callable(self.previous):
-            self.previous(sig, frame)
-        if self.armed:
-            self.armed = False
-            raise Cancelled()
-
-    def disarm(self) -> None:
-        self.armed = False
-
-    def __exit__(self, *exc) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _in_main_thread() -> bool:
@@ -319,7 +316,7 @@ def _in_main_thread() -> bool:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m wirewise.jobs.launch RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
+    """`python -P -m wirewise.jobs.launch RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
     run_dir = Path(argv[1])
     spec = TaskSpec.model_validate_json((run_dir / "spec.json").read_text())
     path = run_task(spec, run_dir)

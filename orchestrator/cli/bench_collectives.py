@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, end_run, print_json
 
 
 def collectives(
@@ -40,7 +40,7 @@ def collectives(
 
     from wirewise.errors import first_error
     from wirewise.orchestrator.report.collectives import format_report, json_row
-    from wirewise.orchestrator.run.here import run_and_record
+    from wirewise.orchestrator.run.here import run_and_record, run_ending
     from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks
     from wirewise.workloads.collective import CollectiveParams, transport_note
 
@@ -63,11 +63,7 @@ def collectives(
         print_json([json_row(r) for r in records])
     elif ok:
         typer.echo("\n".join(format_report(ok)))
-    failed = [r for r in records if r.status != "ok"]
-    if failed or not records:
-        what = f"{failed[0].status}: {failed[0].error}" if failed else "returned no rows"
-        sys.stderr.write(f"wirewise: collectives run {what}\nwirewise: rank logs in {result_file.parent.resolve()}\n")
-        raise typer.Exit(1)
+    end_run(*run_ending("collectives", records, result_file, db))
 
 
 def _check_shell_env(transport: str) -> None:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, console, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, console, end_run, print_json
 
 def train(
     model: Annotated[str, typer.Option("--model", help="Registry name (mistral-7b, mistral-1b, dinov2-base, dinov2-large, tiny-mistral, tiny-dinov2) or a local config.json / model folder.")],
@@ -42,7 +42,7 @@ def train(
     from wirewise.errors import first_error
     from wirewise.models import MODELS
     from wirewise.orchestrator.report.train import summary_table
-    from wirewise.orchestrator.run.here import run_and_record
+    from wirewise.orchestrator.run.here import run_and_record, run_ending
     from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks
     from wirewise.workloads.train import TrainParams
 
@@ -61,14 +61,13 @@ def train(
     spec = params.to_task(ranks, timeout_s=timeout, topology_file=checked_topology_file(topology_file))
 
     where = f"GPUs {','.join(map(str, spec.gpus))}" if spec.gpus else f"{spec.nproc_per_node} CPU ranks"
-    records, _result_file = run_and_record(spec, db, f"train {model} {strategy} on {where}", quiet=json)
+    records, result_file = run_and_record(spec, db, f"train {model} {strategy} on {where}", quiet=json)
     record = records[0]
     if json:
         print_json(record.model_dump(mode="json"))
     else:
         console().print(summary_table(record))
-    if record.status != "ok":
-        raise typer.Exit(1)
+    end_run(*run_ending("train", records, result_file, db))
 
 
 _FLAGS = {"model": "--model", "strategy": "--strategy", "engine": "--engine", "micro_batch": "--batch-size",

@@ -29,6 +29,14 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
+def end_run(exit_code: int, lines: list[str]) -> None:
+    """A run's last lines on stderr (stdout stays the table or the JSON), then its exit code."""
+    for line in lines:
+        sys.stderr.write(f"wirewise: {line}\n")
+    if exit_code:
+        raise typer.Exit(exit_code)
+
+
 def console():
     """A rich console on stdout (imported lazily: rich costs start-up time)."""
     from rich.console import Console

@@ -48,3 +48,22 @@ def run_and_record(spec, db: str | None, label: str, quiet: bool = False):
     records, _new = ingest_patiently(store, result_file)
     record_task(store, spec, records[0].status if records else "failed")
     return records, result_file
+
+
+EXIT_CANCELLED = 130  # as a shell reports a command stopped by Ctrl-C
+
+
+def run_ending(workload: str, records, result_file: Path, db: str | None) -> tuple[int, list[str]]:
+    """The exit code and last lines of a run here: how it ended and where its rank logs are
+    when it did not succeed, then where its results were stored (always)."""
+    from wirewise.orchestrator.store.engine import display_url
+
+    failed = [r for r in records if r.status != "ok"]
+    lines = []
+    if failed or not records:
+        what = f"{failed[0].status}: {failed[0].error}" if failed else "returned no rows"
+        lines += [f"{workload} run {what}", f"rank logs in {result_file.parent.resolve()}"]
+    lines.append(f"stored {len(records)} record(s) in {display_url(db)}; result file {result_file.resolve()}")
+    if not failed and records:
+        return 0, lines
+    return (EXIT_CANCELLED if failed and failed[0].status == "cancelled" else 1), lines

@@ -35,6 +35,11 @@ def resolve_url(url: str | None) -> str:
     return url or os.environ.get("WIREWISE_DB") or DEFAULT_URL
 
 
+def display_url(url: str | None) -> str:
+    """The database URL as shown to people: resolved, password hidden."""
+    return make_url(resolve_url(url)).render_as_string(hide_password=True)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL, a busy timeout and BEGIN IMMEDIATE (the module's
     docstring says why). alembic's env (wirewise.db.env) uses it too."""
@@ -112,7 +117,7 @@ class Store:
     # -- use ------------------------------------------------------------
     @property
     def safe_url(self) -> str:
-        return make_url(self.url).render_as_string(hide_password=True)
+        return display_url(self.url)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

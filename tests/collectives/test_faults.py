@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -88,3 +89,24 @@ def test_a_frozen_rank_times_out_and_leaves_no_process(tmp_path, db_url):
     assert _rank_pids(runs) == {}
     [(status, _error, _params)] = _stored_status(db_url)
     assert status == "timeout"
+
+
+def test_two_quick_ctrl_c_still_write_the_cancelled_result_and_exit_130(tmp_path, db_url):
+    """Issue 10 item 5: a second Ctrl-C about 100 ms after the first cut the clean-up short:
+    exit 130 with nothing printed and no result file. A single Ctrl-C exited 1."""
+    runs = tmp_path / "runs"
+    proc = _start_long_sweep(runs, db_url, timeout_s=120)
+    _wait_until_sweeping(runs, proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    [result_file] = runs.glob("*/result.json")
+    assert json.loads(result_file.read_text())["status"] == "cancelled"
+    assert "collectives run cancelled: cancelled (SIGINT)" in err and f"result file {result_file}" in err
+    assert _rank_pids(runs) == {}
+    [(status, error, _params)] = _stored_status(db_url)
+    assert status == "cancelled" and "SIGINT" in error
