@@ -10,12 +10,16 @@ ERROR_EXCERPT_CHARS = 2000
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """CUDA OOM (torch raises its own type; NCCL/DeepSpeed wrap it in RuntimeError) or host MemoryError."""
+    """CUDA OOM (torch raises its own type; NCCL/DeepSpeed wrap it in RuntimeError), host
+    MemoryError, or torch's CPU allocator failing (a RuntimeError: "DefaultCPUAllocator:
+    can't allocate memory ... Error code 12 (Cannot allocate memory)")."""
     if isinstance(exc, MemoryError):
         return True
     if type(exc).__name__ == "OutOfMemoryError":
         return True
     text = str(exc).lower()
+    if "can't allocate memory" in text and "cpuallocator" in text:
+        return True
     return "out of memory" in text and ("cuda" in text or "cudamalloc" in text or "hip" in text)
 
 

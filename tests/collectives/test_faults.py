@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -110,3 +111,23 @@ def test_two_quick_ctrl_c_still_write_the_cancelled_result_and_exit_130(tmp_path
     assert _rank_pids(runs) == {}
     [(status, error, _params)] = _stored_status(db_url)
     assert status == "cancelled" and "SIGINT" in error
+
+
+def _address_space_limit(limit_bytes: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    return apply
+
+
+def test_a_cpu_allocation_failure_is_stored_as_oom(tmp_path, db_url):
+    """Issue 10 item 6: `-e 16G` on gloo ranks under a memory limit was stored as `failed`.
+    The limit is real (RLIMIT_AS, inherited by the ranks); torch's CPU allocator refuses the
+    16 GiB buffer at once, so nothing is touched."""
+    args = ["bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce", "-b", "16G", "-e", "16G",
+            "--db", db_url]
+    proc = subprocess.run([WIREWISE, *args], env={**os.environ, "WIREWISE_RUNS": str(tmp_path / "runs")},
+                          capture_output=True, text=True, timeout=120, preexec_fn=_address_space_limit(6 * 2**30))
+    assert proc.returncode == 1 and "collectives run oom: rank " in proc.stderr, proc.stderr
+    [(status, error, _params)] = _stored_status(db_url)
+    assert status == "oom" and "can't allocate memory" in error
