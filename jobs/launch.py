@@ -117,8 +117,16 @@ def _die_with_parent() -> None:
         pass
 
 
+def _absolute_only(search_path: str) -> str:
+    """A PYTHONPATH without its relative entries ('', '.', 'lib'): they name the folder the
+    user runs wirewise from, whose files must not stand in for wirewise's code (see -P below)."""
+    return os.pathsep.join(entry for entry in search_path.split(os.pathsep) if os.path.isabs(entry))
+
+
 def _rank_env(spec: TaskSpec, layout: Layout, local_rank: int) -> dict[str, str]:
     env = {**os.environ, **spec.env}
+    if "PYTHONPATH" in env:
+        env["PYTHONPATH"] = _absolute_only(env["PYTHONPATH"])
     rank = layout.node_rank * spec.nproc_per_node + local_rank
     env.update(
         RANK=str(rank),

@@ -79,7 +79,9 @@ def _handle(nvml, index: int):
 
 
 def nvidia_smi_topo_text() -> str | None:
-    smi = shutil.which("nvidia-smi")
+    # Absolute PATH entries only: a relative one would run an `nvidia-smi` from the current folder.
+    search = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
+    smi = shutil.which("nvidia-smi", path=search)
     if not smi:
         return None
     try:

@@ -78,3 +78,41 @@ def test_a_failed_topology_probe_is_recorded_not_lost(tmp_path):
     for record in result["records"]:
         assert record["fingerprint"] is None and record["extra"]["backend"] == "gloo"
         assert "no `nvidia-smi topo -m` matrix found" in record["extra"]["topology_error"]
+
+
+HIJACK = 'open(__import__("os").path.join({folder!r}, "HIJACKED"), "a").write(__name__ + "\\n")\n'
+
+
+def _hostile_folder(root: Path) -> Path:
+    """A folder holding a `jobs` package, a `wirewise` package and `jobs.py`-style modules
+    that each leave a HIJACKED file when imported (issue 10 item 7's reproduction)."""
+    folder = root / "d"
+    for package in ("jobs", "wirewise", "wirewise/jobs", "orchestrator", "contract"):
+        (folder / package).mkdir(parents=True, exist_ok=True)
+        (folder / package / "__init__.py").write_text(HIJACK.format(folder=str(folder)))
+    for module in ("jobs/worker.py", "wirewise/jobs/worker.py", "wirewise/jobs/launch.py", "typer.py", "torch.py"):
+        (folder / module).write_text(HIJACK.format(folder=str(folder)))
+    return folder
+
+
+def test_code_in_the_current_folder_is_never_imported(tmp_path):
+    """Ranks started as `python -m jobs.worker` imported a jobs/ package from the folder the
+    user ran wirewise in. Neither the CLI nor its ranks may import anything from there."""
+    from tests.conftest import wirewise
+
+    folder = _hostile_folder(tmp_path)
+    proc = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce", "-b", "1K", "-e", "1K",
+                    "--db", f"sqlite:///{tmp_path / 'w.db'}", cwd=folder, env={"WIREWISE_RUNS": str(tmp_path / "runs")})
+    assert proc.returncode == 0, proc.stderr
+    assert not (folder / "HIJACKED").exists(), (folder / "HIJACKED").read_text()
+
+
+def test_ranks_ignore_relative_pythonpath_entries(tmp_path, monkeypatch):
+    """PYTHONPATH=. (or '') names the current folder too: the ranks drop relative entries."""
+    folder = _hostile_folder(tmp_path)
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([".", "", "jobs"]))
+    spec = TaskSpec(workload="collective", params={**SWEEP, "ops": ["all_reduce"]}, nproc_per_node=2, backend="gloo", timeout_s=120)
+    result = json.loads(run_task(spec, tmp_path / "run").read_text())
+    assert result["status"] == "ok"
+    assert not (folder / "HIJACKED").exists(), (folder / "HIJACKED").read_text()
