@@ -79,15 +79,17 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
         typer.echo("no topologies stored yet; run `wirewise topo save`")
         return
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(show_header=True)
     for column in ("node", "fabric", "GPUs", "model", "switched", "groups", "fingerprint", "last seen"):
         table.add_column(column)
     for row in rows:
-        table.add_row(
+        cells = (
             row["node"], row["fabric"], str(row["gpus"]), row["gpu_model"] or "?", _yes_no(row["switched"]),
             _groups_text(row["groups"]), row["fingerprint"][:16], f"{row['last_seen']:%Y-%m-%d %H:%M}",
         )
+        table.add_row(*(Text(cell) for cell in cells))  # stored strings are data, never markup
     console().print(table)
 
 
@@ -119,7 +121,7 @@ def _matrix_table(topo):
     for i in range(topo.gpus):
         cells = [Text(label, style=_style(label, topo.nvlinks(i, j), most_links)) for j, label in enumerate(topo.links[i])]
         numa = topo.numa[i]
-        table.add_row(f"GPU{i}", *cells, "" if numa is None else str(numa), topo.cpu_affinity[i] or "")
+        table.add_row(f"GPU{i}", *cells, "" if numa is None else str(numa), Text(topo.cpu_affinity[i] or ""))
     return table
 
 

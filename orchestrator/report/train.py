@@ -16,11 +16,12 @@ def _sizes(values) -> str:
 
 def summary_table(record):
     """A rich Table of one training record, ok or not."""
+    from rich.markup import escape
     from rich.table import Table
 
     extra = record.extra
     ok = record.status == "ok"
-    title = f"train {record.model} / {record.strategy} x{record.world_size}: [{'green' if ok else 'red'}]{record.status}[/]"
+    title = f"train {escape(record.model)} / {record.strategy} x{record.world_size}: [{'green' if ok else 'red'}]{record.status}[/]"
     table = Table(title=title, show_header=False)
     table.add_column("what")
     table.add_column("value")
@@ -42,5 +43,5 @@ def summary_table(record):
     else:
         rows += [("peak memory per rank", _sizes(record.peak_mem_bytes)), ("error", (record.error or "")[-600:])]
     for name, value in rows:
-        table.add_row(name, value)
+        table.add_row(name, escape(value))  # values hold user strings (paths, error text)
     return table

@@ -14,6 +14,7 @@ from wirewise.orchestrator.run.folders import new_run_dir
 
 def run_here(spec, label: str, quiet: bool = False) -> Path:
     """Run `spec` (a wirewise.task.TaskSpec) here; returns the path of its result file."""
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from wirewise.jobs.launch import run_task
@@ -27,10 +28,11 @@ def run_here(spec, label: str, quiet: bool = False) -> Path:
         transient=True,
         disable=quiet,
     ) as bar:
-        task = bar.add_task(label, total=None, step="starting ranks")
+        # The label holds user strings (a --model path) and the columns render markup: escaped.
+        task = bar.add_task(escape(label), total=None, step="starting ranks")
 
         def on_progress(done: int, total: int, step: str) -> None:
-            bar.update(task, completed=done, total=total, step=step)
+            bar.update(task, completed=done, total=total, step=escape(step))
 
         return run_task(spec, new_run_dir(spec.task_id), on_progress=on_progress)
 

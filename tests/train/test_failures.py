@@ -44,3 +44,20 @@ def test_other_exception_is_stored_as_failed_with_an_excerpt(tmp_path, train_env
     assert record["status"] == "failed" and record["strategy"] == "fsdp"
     assert "ValueError" in record["error"] and "neither a causal LM nor an image classifier" in record["error"]
     assert record["extra"]["notes"]["0"]["phase"] == "setup"
+
+
+def test_a_failed_run_names_its_rank_logs_and_a_markup_path_stays_text(tmp_path, train_env, db_url):
+    """Issue 10 items 8 and 12: a --model path holding `[/x]` crashed the table (rich read it as
+    markup); a failed bench train did not say where its rank logs were."""
+    from tests.conftest import wirewise
+
+    folder = tmp_path / "[" / "x]"  # the path reads ".../[/x]/config.json"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "t5"}')  # read, but not trainable: fails at setup
+    proc = wirewise("bench", "train", "--model", str(folder / "config.json"), "--strategy", "ddp", *QUICK,
+                    "--db", db_url, env=train_env)
+    assert proc.returncode == 1 and "Traceback (most recent call last)" not in proc.stderr, proc.stderr
+    assert "[/x]" in proc.stdout and "failed" in proc.stdout
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert f"wirewise: rank logs in {run_dir}" in proc.stderr
+    assert f"stored 1 record(s) in {db_url}; result file {run_dir / 'result.json'}" in proc.stderr

@@ -1,0 +1,35 @@
+"""Careless and hostile input to the console script, as real processes (issue 10): stored
+strings that look like rich markup, names that would inject config lines, and every bad
+input answered with one line and exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import FIXTURES, wirewise, wirewise_json
+
+NVL_QUADS = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
+NEW_LOG = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+
+
+def _one_line_exit_2(proc, expected: str) -> None:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("wirewise: error: ") and expected in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+# -- item 8: user strings are data, never rich markup --------------------------------------
+def test_a_node_named_like_markup_is_listed_as_typed(db_url):
+    wirewise("topo", "save", "-f", str(NVL_QUADS), "--node", "[/x]", "--db", db_url, check=True)
+    proc = wirewise("topo", "list", "--db", db_url, check=True)
+    assert "[/x]" in proc.stdout
+
+
+def test_hosts_in_an_imported_log_lose_control_sequences_and_stay_text(tmp_path, db_url):
+    log = tmp_path / "nccl-all_reduce.txt"
+    log.write_text(NEW_LOG.read_text().replace("on cnode3-002 device", "on [/x]\x1b[2J\x1b]0;pwned\x07node device"))
+    imported = wirewise_json("import", "nccl-tests", str(log), "--topology-file", str(FIXTURES / "topo" / "h100-sxm-8gpu-nvswitch-12nic-numaoff.txt"), "--db", db_url)
+    assert imported["node"] == "[/x]node"
+    proc = wirewise("topo", "list", "--db", db_url, check=True)
+    assert "[/x]node" in proc.stdout and "\x1b" not in proc.stdout
