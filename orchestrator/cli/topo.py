@@ -17,7 +17,7 @@ FromFileOption = Annotated[
         help="Read saved `nvidia-smi topo -m` output ('-' for stdin) instead of probing this machine.",
     ),
 ]
-NodeOption = Annotated[str | None, typer.Option("--node", help="Node name (default: this host's short name).")]
+NodeOption = Annotated[str | None, typer.Option("--node", help="Node name (default: this host's short name; needed with --from-file for slurm).")]
 
 # Link classes from fast to slow: NVLink green (brighter with more links), PCIe paths
 # grey (one switch) through yellow (host bridge) to red (across sockets).
@@ -97,11 +97,11 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
 def slurm(from_file: FromFileOption = None, node: NodeOption = None) -> None:
     """gres.conf lines (one per GPU, Links= from NVLink counts, Cores= from CPU affinity) and a
     slurm.conf Features= suggestion naming the fabric, for `--constraint`."""
-    from wirewise.orchestrator.slurm.gres import gres_conf
-    from wirewise.topology import node_name, read_topology
+    from wirewise.orchestrator.slurm.gres import gres_conf, slurm_node
+    from wirewise.topology import read_topology
 
     topo = read_topology(from_file)
-    typer.echo(gres_conf(topo, node_name(topo, node)), nl=False)
+    typer.echo(gres_conf(topo, slurm_node(topo, node, from_file is not None)), nl=False)
 
 
 def _matrix_table(topo):

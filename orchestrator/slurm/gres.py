@@ -12,8 +12,28 @@ free GPUs. So Cores= is written wherever it can be known, even when it spans all
 
 from __future__ import annotations
 
+import re
+
+from wirewise.errors import UserError
 from wirewise.topology import cpus, hardware
 from wirewise.topology.model import Topology
+
+# A host name as Slurm's NodeName takes it (RFC 1123 labels, plus the underscores sites
+# use): nothing that could end the line or start another key (spaces, '=', newlines).
+SLURM_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})")
+
+
+def slurm_node(topo: Topology, given: str | None, from_file: bool) -> str:
+    """The NodeName for the lines: --node, else the host the topology was probed on. A saved
+    file names no host, and this machine's name would be wrong for it: --node is needed."""
+    from wirewise.topology import node_name
+
+    if given is None and from_file and not topo.details.get("hostname"):
+        raise UserError("--node: give the node these lines are for (the file does not name its host)")
+    node = given if given is not None else node_name(topo)
+    if not SLURM_HOST.fullmatch(node):
+        raise UserError(f"--node {node!r}: not a Slurm host name (letters, digits, '.', '-' and '_', starting with a letter or digit)")
+    return node
 
 
 def gres_conf(topo: Topology, node: str) -> str:

@@ -33,3 +33,18 @@ def test_hosts_in_an_imported_log_lose_control_sequences_and_stay_text(tmp_path,
     assert imported["node"] == "[/x]node"
     proc = wirewise("topo", "list", "--db", db_url, check=True)
     assert "[/x]node" in proc.stdout and "\x1b" not in proc.stdout
+
+
+# -- item 9: gres.conf lines take Slurm host names only ------------------------------------
+def test_topo_slurm_refuses_a_node_that_would_inject_a_line():
+    for bad in ("gpu-a\nNodeName=ALL Name=gpu File=/dev/nvidia0", "gpu a", "gpu=a", "-gpu", ""):
+        proc = wirewise("topo", "slurm", "-f", str(NVL_QUADS), "--node", bad)
+        _one_line_exit_2(proc, "not a Slurm host name")
+        assert "NodeName" not in proc.stdout
+    good = wirewise("topo", "slurm", "-f", str(NVL_QUADS), "--node", "gpu-a01.cluster_x", check=True).stdout
+    assert "NodeName=gpu-a01.cluster_x Name=gpu" in good
+
+
+def test_topo_slurm_from_a_file_needs_the_node():
+    """A saved file names no host; this machine's name in its lines would be wrong."""
+    _one_line_exit_2(wirewise("topo", "slurm", "-f", str(NVL_QUADS)), "--node: give the node")
