@@ -100,3 +100,45 @@ def check_data_kind(data: str | None, kind: Kind) -> None:
     if data is not None and Path(data).is_dir() == (kind == "causal-lm"):
         wanted = "a JSON/JSONL instruction file" if kind == "causal-lm" else "an image folder"
         raise ValueError(f"--data {data!r}: a {kind} model trains on {wanted}")
+
+
+def image_classes(root: Path) -> tuple[Path, list[str]]:
+    """(folder holding one sub-folder per class, class names in label order)."""
+    images = root / "images" if (root / "images").is_dir() else root
+    listed = root / "meta" / "classes.txt"
+    if listed.is_file():
+        names = [line.strip() for line in listed.read_text().splitlines() if line.strip()]
+    else:
+        names = sorted(p.name for p in images.iterdir() if p.is_dir())
+    if not names:
+        raise ValueError(f"{root}: no class folders (expected Food-101's images/<class>/*.jpg)")
+    return images, names
+
+
+def read_instructions(path: Path) -> list[dict[str, str]]:
+    """An Alpaca-style JSON list or JSONL of instruction records; ValueError in one line otherwise."""
+    try:
+        text = path.read_text()
+        if path.suffix == ".jsonl":
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            records = json.loads(text)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file (expected a JSON list or JSONL of instruction records)") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); expected a JSON list or JSONL of instruction records") from None
+    if not isinstance(records, list) or not records or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"{path}: expected a non-empty JSON list (or JSONL) of instruction records")
+    return records
+
+
+def check_data_source(data: str) -> None:
+    """Read `--data` once in the control plane, so a bad file is a one-line error before any
+    rank starts (not a rank's traceback in the result)."""
+    path = Path(data)
+    try:
+        image_classes(path) if path.is_dir() else read_instructions(path)
+    except OSError as exc:
+        raise ValueError(f"--data {data!r}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ValueError(f"--data {exc}") from None

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from wirewise import registry
 from wirewise.errors import UserError
 from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, make_task
-from wirewise.models import MODELS, check_data_kind, check_model_name
+from wirewise.models import MODELS, check_data_kind, check_data_source, check_model_name
 
 # auto: bf16-mixed on GPU, fp32 on CPU. bf16-mixed: bf16 compute over fp32 weights (DDP: autocast;
 # FSDP: MixedPrecisionPolicy; DeepSpeed: its bf16 mode, bf16 weights with an fp32 master copy).
@@ -70,6 +70,8 @@ class TrainParams(BaseModel):
             raise ValueError("--compile is only wired for --engine native")
         if self.model in MODELS:  # a local config's kind is known only once transformers reads it
             check_data_kind(self.data, MODELS[self.model].kind)
+        if self.data is not None:
+            check_data_source(self.data)
         return self
 
     @property

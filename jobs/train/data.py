@@ -16,14 +16,13 @@ use to see that training really happens; a dataset gives up to DATASET_POOL dist
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from wirewise.models import check_data_kind
+from wirewise.models import check_data_kind, image_classes, read_instructions
 
 SYNTHETIC_POOL = 1  # distinct batches per rank, cycled
 DATASET_POOL = 8
@@ -91,19 +90,6 @@ def _synthetic_images(config, batch: int, generator, device) -> Batches:
 # ---------------------------------------------------------------- Food-101 style image folder
 
 
-def image_classes(root: Path) -> tuple[Path, list[str]]:
-    """(folder holding one sub-folder per class, class names in label order)."""
-    images = root / "images" if (root / "images").is_dir() else root
-    listed = root / "meta" / "classes.txt"
-    if listed.is_file():
-        names = [line.strip() for line in listed.read_text().splitlines() if line.strip()]
-    else:
-        names = sorted(p.name for p in images.iterdir() if p.is_dir())
-    if not names:
-        raise ValueError(f"{root}: no class folders (expected Food-101's images/<class>/*.jpg)")
-    return images, names
-
-
 def _image_folder(root: Path, built, batch: int, rank: int, world_size: int, device, pool_size: int) -> Batches:
     from PIL import Image
 
@@ -146,17 +132,6 @@ def _center_square(img):
 
 
 # ---------------------------------------------------------------- Alpaca style instructions
-
-
-def read_instructions(path: Path) -> list[dict[str, str]]:
-    text = path.read_text()
-    if path.suffix == ".jsonl":
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        records = json.loads(text)
-    if not isinstance(records, list) or not records or not all(isinstance(r, dict) for r in records):
-        raise ValueError(f"{path}: expected a non-empty JSON list (or JSONL) of instruction records")
-    return records
 
 
 def format_instruction(record: dict[str, str]) -> str:

@@ -12,8 +12,9 @@ from pathlib import Path
 from wirewise.orchestrator.run.folders import new_run_dir
 
 
-def run_here(spec, label: str, quiet: bool = False) -> Path:
-    """Run `spec` (a wirewise.task.TaskSpec) here; returns the path of its result file."""
+def run_here(spec, label: str, quiet: bool = False, run_dir: Path | None = None) -> Path:
+    """Run `spec` (a wirewise.task.TaskSpec) here, in `run_dir` (default: a new one); returns
+    the path of its result file."""
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -34,7 +35,7 @@ def run_here(spec, label: str, quiet: bool = False) -> Path:
         def on_progress(done: int, total: int, step: str) -> None:
             bar.update(task, completed=done, total=total, step=escape(step))
 
-        return run_task(spec, new_run_dir(spec.task_id), on_progress=on_progress)
+        return run_task(spec, run_dir or new_run_dir(spec.task_id), on_progress=on_progress)
 
 
 def run_and_record(spec, db: str | None, label: str, quiet: bool = False):
@@ -45,8 +46,9 @@ def run_and_record(spec, db: str | None, label: str, quiet: bool = False):
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.campaigns import record_task
 
+    run_dir = new_run_dir(spec.task_id)  # a bad WIREWISE_RUNS is an error before the database is touched
     store = Store(db)
-    result_file = run_here(spec, label, quiet)
+    result_file = run_here(spec, label, quiet, run_dir)
     records, _new = ingest_patiently(store, result_file)
     record_task(store, spec, records[0].status if records else "failed")
     return records, result_file

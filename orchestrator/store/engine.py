@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from sqlalchemy import create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
 import wirewise.db
@@ -52,10 +52,11 @@ def make_engine(url: str) -> Engine:
             return create_engine(url, pool_pre_ping=True)
         except (NoSuchModuleError, ImportError) as exc:
             raise UserError(f"no database driver for {parsed.drivername!r} ({exc}); use sqlite:///PATH or postgresql+psycopg://...") from None
-    if parsed.database and parsed.database != ":memory:":
-        folder = Path(parsed.database).expanduser().resolve().parent
-        if not folder.is_dir():
-            raise UserError(f"database folder does not exist: {folder}")
+    if not parsed.database or parsed.database == ":memory:" or parsed.query.get("mode") == "memory":
+        raise UserError(f"--db {url}: an in-memory SQLite database keeps nothing once wirewise exits; give a file, e.g. sqlite:///wirewise.db")
+    folder = Path(parsed.database).expanduser().resolve().parent
+    if not folder.is_dir():
+        raise UserError(f"database folder does not exist: {folder}")
     engine = create_engine(
         url,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "isolation_level": None},
@@ -102,17 +103,41 @@ class Store:
                 if not inspect(conn).has_table("alembic_version"):
                     return None
                 return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-        except OperationalError as exc:
+        except DatabaseError as exc:  # not a database at all, or one that cannot be opened
             first_line = str(exc.orig).strip().splitlines()[0]
             raise UserError(f"cannot open database {self.safe_url}: {first_line}") from None
 
     def upgrade(self) -> None:
-        """Apply pending migrations; a no-op (no alembic import) when the schema is current."""
-        if self.current_revision() == HEAD:
+        """Apply pending migrations; a no-op (no alembic import) when the schema is current.
+        A schema this wirewise cannot migrate is a one-line UserError, never a half-migrated store."""
+        revision = self.current_revision()
+        if revision == HEAD:
             return
         from alembic import command
+        from alembic.script import ScriptDirectory
 
-        command.upgrade(self._alembic_config(), "head")
+        config = self._alembic_config()
+        known = {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}
+        if revision is None:
+            self._check_unversioned()
+        elif revision not in known:
+            raise UserError(
+                f"database {self.safe_url} has schema revision {revision!r}, newer than this wirewise knows "
+                f"(up to {HEAD}): upgrade wirewise"
+            )
+        command.upgrade(config, "head")
+
+    def _check_unversioned(self) -> None:
+        """wirewise's tables without alembic_version: made some other way; migrating would fail."""
+        from wirewise.orchestrator.store.models import Base
+
+        with self.engine.connect() as conn:
+            ours = sorted(set(inspect(conn).get_table_names()) & set(Base.metadata.tables))
+        if ours:
+            raise UserError(
+                f"database {self.safe_url} holds wirewise tables ({', '.join(ours)}) but no alembic_version, so its "
+                "schema is unknown: give another --db, or move this one away"
+            )
 
     # -- use ------------------------------------------------------------
     @property

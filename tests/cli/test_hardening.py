@@ -48,3 +48,55 @@ def test_topo_slurm_refuses_a_node_that_would_inject_a_line():
 def test_topo_slurm_from_a_file_needs_the_node():
     """A saved file names no host; this machine's name in its lines would be wrong."""
     _one_line_exit_2(wirewise("topo", "slurm", "-f", str(NVL_QUADS)), "--node: give the node")
+
+
+# -- item 10: one line and exit 2 where there was a traceback -------------------------------
+def test_a_db_file_that_is_not_sqlite(tmp_path):
+    garbage = tmp_path / "results.db"
+    garbage.write_bytes(b"this is a spreadsheet, not a database\n" * 200)
+    _one_line_exit_2(wirewise("db", "info", "--db", f"sqlite:///{garbage}"), "file is not a database")
+
+
+def _sqlite(db_url: str, *statements: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def test_a_db_at_a_newer_schema_says_upgrade_wirewise(db_url):
+    wirewise("db", "info", "--db", db_url, check=True)
+    _sqlite(db_url, "UPDATE alembic_version SET version_num = '0042'")
+    for command in (["db", "info"], ["db", "upgrade"], ["topo", "list"]):
+        _one_line_exit_2(wirewise(*command, "--db", db_url), "revision '0042', newer than this wirewise knows")
+        assert "upgrade wirewise" in wirewise(*command, "--db", db_url).stderr
+
+
+def test_wirewise_tables_without_alembic_version(db_url):
+    wirewise("db", "info", "--db", db_url, check=True)
+    _sqlite(db_url, "DROP TABLE alembic_version")
+    _one_line_exit_2(wirewise("topo", "list", "--db", db_url), "no alembic_version")
+
+
+def test_in_memory_urls_are_refused():
+    for url in ("sqlite://", "sqlite:///:memory:"):
+        _one_line_exit_2(wirewise("db", "info", "--db", url), "in-memory SQLite database keeps nothing")
+
+
+def test_a_runs_folder_that_is_a_file_or_cannot_be_made(tmp_path, db_url):
+    a_file = tmp_path / "runs"
+    a_file.write_text("")
+    for runs in (a_file, "/proc/wirewise-runs"):
+        proc = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "-b", "1K", "-e", "1K",
+                        "--db", db_url, env={"WIREWISE_RUNS": str(runs)})
+        _one_line_exit_2(proc, f"cannot make a run folder under {runs} (WIREWISE_RUNS)")
+    assert not (tmp_path / "wirewise.db").exists()  # nothing written
+
+
+def test_a_size_past_64_bits_in_a_log_is_skipped_not_a_traceback(tmp_path, db_url):
+    log = tmp_path / "nccl-all_reduce.txt"
+    log.write_text(NEW_LOG.read_text().replace("    33554432       4194304", " 99999999999999999999       4194304"))
+    proc = wirewise("import", "nccl-tests", str(log), "--db", db_url, "--json", check=True)
+    assert json.loads(proc.stdout)["rows"] == 18
+    assert "line 20: size 99999999999999999999 does not fit a 64-bit integer" in proc.stderr

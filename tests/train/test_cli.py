@@ -14,6 +14,11 @@ CASES = {
     "unknown strategy": (["--model", "tiny-mistral", "--strategy", "zero4"], "--strategy: 'zero4' is not one of ddp, fsdp"),
     "bad precision": (["--model", "tiny-mistral", "--strategy", "ddp", "--precision", "fp8"], "--precision 'fp8'"),
     "missing data": (["--model", "tiny-mistral", "--strategy", "ddp", "--data", "/nonexistent/alpaca.json"], "no such file"),
+    "data not a list of records": (["--model", "tiny-mistral", "--strategy", "ddp", "--data", "{config}"],
+                                   "expected a non-empty JSON list (or JSONL) of instruction records"),
+    "data not JSON": (["--model", "tiny-mistral", "--strategy", "ddp", "--data", "{folder}/runs.json"], "not JSON"),
+    "image folder without classes": (["--model", "tiny-dinov2", "--strategy", "ddp", "--data", "{folder}/empty"],
+                                     "no class folders"),
     "config without model_type": (["--model", "{config}", "--strategy", "ddp"], "has no \"model_type\""),
     "zero batch": (["--model", "tiny-mistral", "--strategy", "ddp", "--batch-size", "0"], "--batch-size 0: "),
     "zero lr": (["--model", "tiny-mistral", "--strategy", "ddp", "--lr", "0"], "--lr 0.0: "),
@@ -32,6 +37,8 @@ CPU_ONLY_CASES = {
 def _check(args, expected, tmp_path, db_url):
     config = tmp_path / "config.json"
     config.write_text('{"hidden_size": 8}')
+    (tmp_path / "runs.json").write_text('[{"instruction": "cut here')
+    (tmp_path / "empty").mkdir()
     args = [a.replace("{config}", str(config)).replace("{folder}", str(tmp_path)) for a in args]
     proc = wirewise("bench", "train", *args, "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")})
     assert proc.returncode == 2, proc.stderr

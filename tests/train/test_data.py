@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wirewise.jobs.train.data import ByteTokenizer, format_instruction, image_classes, read_instructions
+from wirewise.jobs.train.data import ByteTokenizer, format_instruction
+from wirewise.models import image_classes, read_instructions
 from tests.train.conftest import QUICK, bench_train
 
 ALPACA = [
