@@ -94,6 +94,20 @@ def check_model_name(name: str) -> None:
         raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
 
 
+def max_positions(name: str) -> int | None:
+    """The longest sequence a causal LM's config allows (max_position_embeddings), or None
+    where the config does not say (image models, configs without the key)."""
+    if name in MODELS:
+        return MODELS[name].config.get("max_position_embeddings")
+    path = local_config_path(name)
+    try:
+        doc = json.loads(path.read_text()) if path else None
+    except (OSError, ValueError):
+        return None
+    value = doc.get("max_position_embeddings") if isinstance(doc, dict) else None
+    return value if isinstance(value, int) else None
+
+
 def check_data_kind(data: str | None, kind: Kind) -> None:
     """Raise ValueError unless `data` suits a `kind` model: a folder of images for a classifier,
     an instruction file for a language model (None, synthetic batches, suits both)."""

@@ -49,7 +49,7 @@ class TaskSpec(BaseModel):
     nnodes: int = 1
     backend: Backend = "gloo"
     env: dict[str, str] = Field(default_factory=dict)  # set in every rank (e.g. NCCL_P2P_DISABLE)
-    timeout_s: float = Field(600.0, gt=0)
+    timeout_s: float = Field(600.0, gt=0, allow_inf_nan=False)  # inf: no timedelta for the process group
 
     node: str | None = None  # name recorded with results; default: hostname
     topology_file: str | None = None  # `nvidia-smi topo -m` text to fingerprint instead of probing

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from wirewise import registry
 from wirewise.errors import UserError
 from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, make_task
-from wirewise.models import MODELS, check_data_kind, check_data_source, check_model_name
+from wirewise.models import MODELS, check_data_kind, check_data_source, check_model_name, max_positions
 
 # auto: bf16-mixed on GPU, fp32 on CPU. bf16-mixed: bf16 compute over fp32 weights (DDP: autocast;
 # FSDP: MixedPrecisionPolicy; DeepSpeed: its bf16 mode, bf16 weights with an fp32 master copy).
@@ -66,6 +66,9 @@ class TrainParams(BaseModel):
         entry = MODELS.get(self.model)
         if self.seq_len is None and entry is not None and entry.kind == "causal-lm":
             self.seq_len = entry.default_seq_len  # explicit, so even a failed run's record says it
+        longest = max_positions(self.model)
+        if self.seq_len is not None and longest is not None and self.seq_len > longest:
+            raise ValueError(f"--seq-len {self.seq_len}: {self.model} takes at most {longest} positions (max_position_embeddings)")
         if self.engine == "accelerate" and self.compile:
             raise ValueError("--compile is only wired for --engine native")
         if self.model in MODELS:  # a local config's kind is known only once transformers reads it

@@ -44,13 +44,42 @@ def main(
 
 
 def run() -> None:
-    """Console script: bad input becomes one line on stderr and exit code 2."""
+    """Console script: bad input becomes one line on stderr and exit code 2, whether the
+    command found it (UserError) or click did while parsing (a missing or malformed option),
+    so every check answers in one style. Ctrl-C exits 130."""
     import sys
 
     from wirewise.errors import UserError
 
+    click = _click_exceptions()
     try:
-        app()
+        code = app(standalone_mode=False)  # typer returns the exit code instead of exiting
     except UserError as exc:
-        sys.stderr.write(f"wirewise: error: {exc}\n")
+        _error(str(exc), exc.exit_code)
+    except getattr(click, "NoArgsIsHelpError", ()) as exc:  # `wirewise bench`: its help, as click shows it
+        exc.show()
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "wirewise"
+        _error(f"{exc.format_message()} (see {command} --help)", exc.exit_code)
+    except click.ClickException as exc:
+        _error(exc.format_message(), exc.exit_code)
+    except click.Abort:
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exceptions():
+    """click's exception classes as typer raises them (newer typer vendors click as typer._click)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:
+        from click import exceptions
+    return exceptions
+
+
+def _error(message: str, exit_code: int) -> None:
+    import sys
+
+    sys.stderr.write(f"wirewise: error: {message}\n")
+    sys.exit(exit_code)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import FIXTURES, wirewise, wirewise_json
 
 NVL_QUADS = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
@@ -100,3 +102,26 @@ def test_a_size_past_64_bits_in_a_log_is_skipped_not_a_traceback(tmp_path, db_ur
     proc = wirewise("import", "nccl-tests", str(log), "--db", db_url, "--json", check=True)
     assert json.loads(proc.stdout)["rows"] == 18
     assert "line 20: size 99999999999999999999 does not fit a 64-bit integer" in proc.stderr
+
+
+# -- item 11: option checks answer in one style, before anything starts ---------------------
+OPTION_CASES = {
+    "train --nproc -1": (["bench", "train", "--model", "tiny-mistral", "--strategy", "ddp", "--nproc", "-1"], "--nproc -1: give at least 1 rank"),
+    "train --timeout 0": (["bench", "train", "--model", "tiny-mistral", "--strategy", "ddp", "--timeout", "0"], "--timeout 0.0: "),
+    "train --timeout nan": (["bench", "train", "--model", "tiny-mistral", "--strategy", "ddp", "--timeout", "nan"], "--timeout nan: "),
+    "train without --strategy": (["bench", "train", "--model", "tiny-mistral"], "Missing option '--strategy'"),
+    "train --seq-len past the model": (["bench", "train", "--model", "tiny-mistral", "--strategy", "ddp", "--seq-len", "513"],
+                                       "--seq-len 513: tiny-mistral takes at most 512 positions"),
+    "train --nproc abc": (["bench", "train", "--model", "tiny-mistral", "--strategy", "ddp", "--nproc", "abc"], "'--nproc'"),
+    "collectives --timeout nan": (["bench", "collectives", "--backend", "gloo", "--timeout", "nan"], "--timeout nan: "),
+    "collectives --timeout inf": (["bench", "collectives", "--backend", "gloo", "--timeout", "inf"], "--timeout inf: "),
+    "an unknown option": (["topo", "list", "--colour"], "No such option: --colour"),
+}
+
+
+@pytest.mark.parametrize("case", OPTION_CASES)
+def test_option_checks_are_one_line_and_start_nothing(case, tmp_path, db_url):
+    args, expected = OPTION_CASES[case]
+    proc = wirewise(*args, "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")})
+    _one_line_exit_2(proc, expected)
+    assert not (tmp_path / "runs").exists()
