@@ -42,15 +42,29 @@ def node_topology(spec: TaskSpec) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
+def rank_device(spec: TaskSpec, files: dict[int, dict]) -> str:
+    """'cuda' or 'cpu': what the ranks ran on, as they reported it; without a report, CPU
+    ranks are those given no GPUs (gloo ranks given GPU indices on a node without CUDA
+    report 'cpu' themselves)."""
+    reported = {f["device"] for f in files.values() if f.get("device")}
+    if reported:
+        return "cuda" if reported == {"cuda"} else "cpu"
+    return "cuda" if spec.gpus else "cpu"
+
+
 def build_records(spec, files, status, error, topo, topo_error, node, started, ended) -> list[ResultRecord]:
-    """The task's records; each says its backend, its attempt and repeat, a hash of the wirewise
-    code that ran (submitit pickles a reference: code changed between submit and start runs
-    the new code), and why the probe failed where it did."""
-    records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
+    """The task's records; each says its backend and device, its attempt and repeat, a hash of
+    the wirewise code that ran (submitit pickles a reference: code changed between submit and
+    start runs the new code), and why the probe failed where it did. CPU ranks never pass as
+    GPU measurements: no GPU indices, no fingerprint or fabric."""
+    device = rank_device(spec, files)
+    records = _records_of_outcome(spec, files, status, error, topo if device == "cuda" else None, node, started, ended)
     code = code_hash()
     for record in records:
-        record.extra.update(backend=spec.backend, attempt=spec.attempt, repeat=spec.repeat)
+        record.extra.update(backend=spec.backend, device=device, attempt=spec.attempt, repeat=spec.repeat)
         record.versions.setdefault("wirewise_code", code)
+        if device == "cpu":
+            record.gpus, record.gpu_count = [], 0
         if topo_error:
             record.extra["topology_error"] = topo_error
     return records

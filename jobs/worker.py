@@ -71,6 +71,7 @@ def run(run_dir: Path) -> int:
         from wirewise.jobs.versions import software_versions
 
         ctx.device = _select_device(ctx)
+        outcome["device"] = ctx.device.type  # what the records say they ran on: cuda or cpu
         outcome["versions"] = software_versions()
         _init_process_group(ctx)
         outcome["rows"] = _load_workload(spec.workload)(spec.params, ctx) or []

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, end_run, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, end_run, print_json, warn
 
 
 def collectives(
@@ -41,7 +41,7 @@ def collectives(
     from wirewise.errors import first_error
     from wirewise.orchestrator.report.collectives import format_report, json_row
     from wirewise.orchestrator.run.here import run_and_record, run_ending
-    from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks
+    from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks, cpu_rank_warnings
     from wirewise.workloads.collective import CollectiveParams, transport_note
 
     raw = dict(ops=ops, min_bytes=min_bytes, max_bytes=max_bytes, step_factor=step_factor, iters=iters,
@@ -53,6 +53,7 @@ def collectives(
     _check_shell_env(params.transport)
     ranks = choose_ranks(gpus, nproc, backend, default_ranks=None)
     spec = params.to_task(ranks, timeout_s=timeout, topology_file=checked_topology_file(topology_file))
+    warn(cpu_rank_warnings(ranks, gpus, topology_file))
     note = transport_note(params.transport, spec.backend, spec.world_size, os.environ.get("NCCL_NVLS_ENABLE"))
     if note:
         sys.stderr.write(f"wirewise: note: {note}\n")

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, console, end_run, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, console, end_run, print_json, warn
 
 def train(
     model: Annotated[str, typer.Option("--model", help="Registry name (mistral-7b, mistral-1b, dinov2-base, dinov2-large, tiny-mistral, tiny-dinov2) or a local config.json / model folder.")],
@@ -43,7 +43,7 @@ def train(
     from wirewise.models import MODELS
     from wirewise.orchestrator.report.train import summary_table
     from wirewise.orchestrator.run.here import run_and_record, run_ending
-    from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks
+    from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks, cpu_rank_warnings
     from wirewise.workloads.train import TrainParams
 
     local = model not in MODELS and Path(model).exists()
@@ -59,6 +59,7 @@ def train(
         raise first_error(exc, _FLAGS, {**raw, "model": model, "data": data}) from None
     ranks = choose_ranks(gpus, nproc, backend, default_ranks=1)
     spec = params.to_task(ranks, timeout_s=timeout, topology_file=checked_topology_file(topology_file))
+    warn(cpu_rank_warnings(ranks, gpus, topology_file))
 
     where = f"GPUs {','.join(map(str, spec.gpus))}" if spec.gpus else f"{spec.nproc_per_node} CPU ranks"
     records, result_file = run_and_record(spec, db, f"train {model} {strategy} on {where}", quiet=json)

@@ -29,6 +29,11 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
+def warn(lines: list[str]) -> None:
+    for line in lines:
+        sys.stderr.write(f"wirewise: warning: {line}\n")
+
+
 def end_run(exit_code: int, lines: list[str]) -> None:
     """A run's last lines on stderr (stdout stays the table or the JSON), then its exit code."""
     for line in lines:

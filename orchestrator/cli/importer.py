@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json, warn
 
 app = command_group("Store results of other tools (nccl-tests).\n\nImported rows have the same form as wirewise's own, marked with their source.")
 
@@ -31,8 +31,7 @@ def nccl_tests(
     imported = read_log_file(log, op=op, node=node, topology_file=topology_file, how=how)
     store = Store(db)  # opened only once the input is known to be good
     summary = imported.summary(imported.store(store))
-    for why in imported.skipped:
-        typer.echo(f"wirewise: warning: {why}; not stored", err=True)
+    warn([f"{why}; not stored" for why in imported.skipped])
     if json:
         print_json(summary)
         return

@@ -27,7 +27,7 @@ def choose_ranks(gpus_text: str | None, nproc: int | None, backend: str | None, 
 
     Without --gpus or --nproc a run takes `default_ranks` ranks (None: every GPU here, or
     two CPU ranks). nccl needs GPUs; gloo may be given GPU indices on a machine without
-    any (the ranks then run on CPU with those indices recorded)."""
+    any: one CPU rank per index, and no index recorded (no GPU measured anything)."""
     gpus = parse_gpu_list(gpus_text)
     if nproc is not None and nproc < 1:
         raise UserError(f"--nproc {nproc}: give at least 1 rank")
@@ -42,12 +42,27 @@ def choose_ranks(gpus_text: str | None, nproc: int | None, backend: str | None, 
         raise UserError("no GPU is visible on this machine (no NVIDIA driver or device): run CPU ranks with --backend gloo")
     if available and any(g >= available for g in gpus):
         raise UserError(f"--gpus {gpus_text}: this machine has GPUs 0..{available - 1}")
+    if not available and gpus:  # explicit gloo: CPU ranks, as many as indices given
+        return Ranks([], len(gpus), backend)
     if backend == "nccl" and not gpus:
         wanted = nproc or default_ranks or available
         if wanted > available:
             raise UserError(f"--nproc {wanted}: this machine has {available} GPU(s)")
         gpus = list(range(wanted))
     return Ranks(gpus, len(gpus) or nproc or default_ranks or 2, backend)
+
+
+def cpu_rank_warnings(ranks: Ranks, gpus_text: str | None, topology_file) -> list[str]:
+    """What a person should know when the ranks run on CPU although GPUs were named."""
+    if not ranks.on_cpu:
+        return []
+    warnings = []
+    if gpus_text:
+        warnings.append(f"no GPU is visible here: --gpus {gpus_text} runs {ranks.count} CPU rank(s), recorded without GPU indices")
+    if topology_file:
+        warnings.append("the ranks run on CPU: --topology-file describes GPUs they do not use, so their records carry "
+                        "no fingerprint or fabric")
+    return warnings
 
 
 def checked_topology_file(path: str | Path | None) -> str | None:

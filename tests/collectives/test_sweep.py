@@ -68,13 +68,12 @@ def test_check_counts_the_elements_a_corrupted_input_spoils(tmp_path):
     }
 
 
-def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
-    """--gpus 0,1 with gloo on a machine without GPUs: the ranks run on CPU and these physical
-    indices are what gets recorded (no GPU exists here); the fingerprint comes from the saved
-    `nvidia-smi topo -m` of the synthetic 8x H200 NVL node."""
+def test_cpu_ranks_never_pass_as_gpu_measurements(tmp_path, db_url):
+    """Issue 10 item 13: --gpus 0,1 with gloo on a machine without GPUs ran on CPU but stored
+    gpus [0, 1] under the H200 fingerprint of --topology-file, without a warning. Now: two CPU
+    ranks, device cpu, no GPU indices, no fingerprint or fabric, and a warning for each."""
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.models import ResultRow, TopologyRow
-    from wirewise.topology import read_topology
 
     proc = wirewise(
         "bench", "collectives", "--backend", "gloo", "--gpus", "0,1", "--topology-file", str(TOPO_FILE),
@@ -82,23 +81,24 @@ def test_results_land_with_fingerprint_gpus_and_nccl_env(tmp_path, db_url):
         "--transport", "pcie", "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")},
     )
     assert proc.returncode == 0, proc.stderr
+    assert "warning: no GPU is visible here: --gpus 0,1 runs 2 CPU rank(s), recorded without GPU indices" in proc.stderr
+    assert "warning: the ranks run on CPU: --topology-file describes GPUs they do not use" in proc.stderr
     lines = proc.stdout.splitlines()
     assert any(line.split() == ["#", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"] for line in lines)
     assert sum(line.startswith("# Avg bus bandwidth") for line in lines) == 2
     assert any(line.split()[:5] == ["65536", "16384", "float32", "sum", "-1"] and line.split()[-1] == "N/A" for line in lines)
 
-    topo = read_topology(TOPO_FILE)
     store = Store(db_url)
     with store.session() as session:
         results = session.scalars(select(ResultRow).where(ResultRow.workload == "collective")).all()
         stored_fingerprints = session.scalars(select(TopologyRow.fingerprint)).all()
     assert len(results) == 6  # all_reduce in place; all_gather out of place and in place; 2 sizes each
     for r in results:
-        assert (r.source, r.status, r.gpus, r.gpu_count, r.world_size) == ("wirewise", "ok", [0, 1], 2, 2)
-        assert (r.fingerprint, r.fabric) == (topo.fingerprint, "nvlink-groups")
-        assert r.env["NCCL_P2P_DISABLE"] == "1" and r.env["CUDA_VISIBLE_DEVICES"] == "0,1"
+        assert (r.source, r.status, r.gpus, r.gpu_count, r.world_size) == ("wirewise", "ok", [], 0, 2)
+        assert (r.fingerprint, r.fabric, r.extra["device"], r.extra["backend"]) == (None, None, "cpu", "gloo")
+        assert r.env["NCCL_P2P_DISABLE"] == "1" and r.env["CUDA_VISIBLE_DEVICES"] == ""
         assert r.params["transport"] == "pcie" and r.versions["torch"]
-    assert stored_fingerprints == [topo.fingerprint]
+    assert stored_fingerprints == []  # the wiring of GPUs that measured nothing is not stored as theirs
 
     # An nccl-tests log in the same database: one query puts both tools side by side.
     wirewise("import", "nccl-tests", str(NCCL_TESTS_LOG), "--db", db_url, check=True)
@@ -158,3 +158,12 @@ def test_a_shell_that_turns_p2p_off_cannot_record_the_default_transport(db_url):
     assert proc.returncode == 2
     assert proc.stderr == ("wirewise: error: this shell's environment: NCCL_P2P_DISABLE=1 is what --transport pcie sets: "
                            "give --transport pcie, not default\n")
+
+
+def test_a_gpu_index_past_any_gpu_on_gloo_is_a_cpu_rank(tmp_path, db_url):
+    """`--gpus 9 --backend gloo` on this machine (no GPU): stored `gpus: [9]` before."""
+    rows = wirewise_json(
+        "bench", "collectives", "--backend", "gloo", "--gpus", "9", "--ops", "all_reduce", "-b", "1K", "-e", "1K",
+        "--iters", "1", "--warmup", "0", "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")},
+    )
+    assert rows and {(tuple(r["gpus"]), r["device"], r["ranks"], r["fingerprint"]) for r in rows} == {((), "cpu", 1, None)}
