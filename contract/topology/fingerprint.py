@@ -16,18 +16,23 @@ Twins, in a part that does not split: GPUs with the same label to every other GP
 joined among themselves by one label (being twins is transitive); each such set becomes
 one vertex whose form says what it holds, and the smaller part is described again.
 
-Search, for what remains (DGX-1's hybrid cube mesh): colour refinement with
-individualisation, the method of graph-isomorphism tools such as nauty:
-1. Refine: a GPU's colour becomes (its colour, the multiset of (label, colour) to all
-   others) until no colour class splits. Colours are ranks of sorted signatures, so they
-   never depend on GPU numbers.
+Search, for what remains (DGX-1's hybrid cube mesh, hypercubes, tori): colour refinement
+with individualisation, the method of graph-isomorphism tools such as nauty:
+1. Refine: a GPU's colour becomes (its colour, the multiset of (label, colour) to the GPUs
+   whose label is not the matrix's most common one) until no colour class splits. Colours
+   are ranks of sorted signatures, so they never depend on GPU numbers; leaving the common
+   label out splits nothing differently and keeps a round near O(n x NVLink peers).
 2. Stop when the partition is *uniform*: inside each class all pairs carry one label, and
    between two classes all pairs carry one label. The part is then fully described by the
    classes in colour order (model, size) and those labels.
 3. Otherwise pick the first class that is not uniform, try each of its GPUs as a colour
    of its own, refine, recurse, and keep the smallest description. Two branches ending in
    the same description reveal a symmetry; GPUs that the symmetries found so far map onto
-   an explored one are skipped (orbit pruning).
+   an explored one are skipped (orbit pruning), and a branch one of whose leaves matches
+   the first leaf of an ancestor is a mirror of that ancestor's first branch and is left
+   at once (first-path pruning). A 256-GPU hypercube then takes well under a second
+   (tests/benchmarks/bench_fingerprint_scale.py). A search that still outgrows its budget
+   (about a second of work) is refused with a UserError rather than left to hang.
 
 The form is hashed with sha256. Included: GPU models (normalised names), GPU count, pair
 labels. Not included: NICs, CPU affinity, hostnames, UUIDs, versions.
@@ -39,9 +44,11 @@ import hashlib
 import json
 from collections import Counter
 
+from wirewise.errors import UserError
 from wirewise.topology import hardware
 
 SCHEMA = "wirewise-wiring/1"
+SEARCH_WORK = 30_000  # search nodes x GPUs: see _Wiring
 
 Certificate = tuple  # (classes: ((kind, size), ...), labels between classes row by row)
 
@@ -142,60 +149,121 @@ def _searched_form(links, forms, members: list[int]) -> dict:
     form_of = dict(zip(keys, (forms[i] for i in members)))
     ranked = sorted(set(keys))
     colours = [float(ranked.index(k)) for k in keys]
-    (classes, between), _leaf, _symmetries = _search(sub_links, keys, colours)
+    (classes, between), _leaf, _symmetries = _search(_Wiring(sub_links), keys, colours)
     return {
         "classes": [[form_of[key], size] for key, size in classes],
         "labels": [list(row) for row in between],
     }
 
 
-def _search(links, kinds, colours):
+def _search(wiring: _Wiring, kinds, colours, ancestors: tuple = ()):
     """(smallest certificate below this node, its classes, symmetries found below).
-    kinds[i]: what GPU i is (its form as text); colours: the current partition."""
-    colours = _refine(links, colours)
+    kinds[i]: what GPU i is (its form as text); colours: the current partition; ancestors:
+    (node, whether this path runs through the node's first child) from the top down."""
+    wiring.spend_node()
+    links = wiring.links
+    colours = _refine(wiring, colours)
     classes = _classes(colours)
     target = _first_mixed_class(links, classes)
     if target is None:
-        return _certificate(links, kinds, classes), classes, []
+        certificate = _certificate(links, kinds, classes)
+        _check_equivalent(ancestors, certificate, classes)
+        return certificate, classes, []
 
+    node = _Node()
     best: tuple | None = None
-    first_leaf_of: dict[Certificate, list[list[int]]] = {}
     symmetries: list[dict[int, int]] = []
-    orbit = _UnionFind(len(links))
+    orbit = _UnionFind(wiring.n)
     explored: list[int] = []
     for gpu in target:
         if any(orbit.same(gpu, done) for done in explored):
             continue
         explored.append(gpu)
-        certificate, leaf_classes, below = _search(links, kinds, _individualise(colours, gpu))
-        found = list(below)
-        if certificate in first_leaf_of:
-            found.append(_mapping(leaf_classes, first_leaf_of[certificate]))
-        else:
-            first_leaf_of[certificate] = leaf_classes
+        try:
+            certificate, leaf_classes, found = _search(
+                wiring, kinds, _individualise(colours, gpu), (*ancestors, (node, len(explored) == 1))
+            )
+        except _Equivalent as equivalent:
+            if equivalent.node is not node:
+                raise  # a subtree further up is the one equivalent to an explored one
+            found = [equivalent.mapping]  # this child's subtree mirrors the first child's: nothing new below
+            certificate = None
         for mapping in found:
             for a, b in mapping.items():
                 orbit.union(a, b)
         symmetries.extend(found)
-        if best is None or certificate < best[0]:
+        if certificate is not None and (best is None or certificate < best[0]):
             best = (certificate, leaf_classes)
     return best[0], best[1], symmetries
 
 
-def _refine(links, colours: list[float]) -> list[float]:
-    n = len(links)
-    distinct = len(set(colours))
+class _Node:
+    """A search node: the first leaf found below it, which later branches are compared with."""
+
+    def __init__(self) -> None:
+        self.first_leaf: tuple | None = None  # (certificate, classes)
+
+
+class _Equivalent(Exception):
+    """A leaf equals the first leaf of `node` from another branch: `mapping` (an automorphism
+    fixing the node's individualised GPUs) carries the whole branch onto the node's first
+    child, whose leaves are explored already (nauty's first-path pruning)."""
+
+    def __init__(self, node: _Node, mapping: dict[int, int]) -> None:
+        self.node, self.mapping = node, mapping
+
+
+def _check_equivalent(ancestors: tuple, certificate, classes) -> None:
+    """Record this leaf as the first below each ancestor that has none; raise _Equivalent for
+    the highest ancestor whose first leaf, in another branch, has the same certificate."""
+    for node, in_first_child in ancestors:
+        if node.first_leaf is None:
+            node.first_leaf = (certificate, classes)
+        elif not in_first_child and node.first_leaf[0] == certificate:
+            raise _Equivalent(node, _mapping(classes, node.first_leaf[1]))
+
+
+def _refine(graph: _Wiring, colours: list[float]) -> list[float]:
+    """Colour refinement until no class splits.
+
+    A GPU's signature is (its colour, the multiset of (label, colour) to the other GPUs
+    whose label is not the matrix's most common one); colours are the ranks of the sorted
+    signatures. Leaving the common label out splits no class differently (its count to a
+    class is that class's size less the others), and keeps a round at O(n x peers) instead of
+    O(n^2): a 256-GPU machine has a few NVLink peers per GPU and PCIe/SYS to the rest."""
+    classes = len(set(colours))
     while True:
-        signatures = []
-        for i in range(n):
-            row = links[i]
-            around = Counter((row[j], colours[j]) for j in range(n) if j != i)
-            signatures.append((colours[i], tuple(sorted(around.items()))))
-        ranks = {sig: float(rank) for rank, sig in enumerate(sorted(set(signatures)))}
-        colours = [ranks[sig] for sig in signatures]
-        if len(ranks) == distinct:
+        # The multiset of (label, colour) as a sorted tuple, repeats kept.
+        keys = [(colours[i], tuple(sorted([(label, colours[j]) for j, label in peers]))) for i, peers in enumerate(graph.peers)]
+        ranks = {key: float(rank) for rank, key in enumerate(sorted(set(keys)))}
+        colours = [ranks[key] for key in keys]
+        if len(ranks) == classes:
             return colours
-        distinct = len(ranks)
+        classes = len(ranks)
+
+
+class _Wiring:
+    """A matrix being searched: its most common off-diagonal label, per GPU the peers with
+    another label (what refinement counts), and what is left of the search budget."""
+
+    def __init__(self, links) -> None:
+        self.links, self.n = links, len(links)
+        counts = Counter(links[i][j] for i in range(self.n) for j in range(self.n) if i != j)
+        self.common = min(counts, key=lambda label: (-counts[label], label)) if counts else None
+        self.peers = [
+            [(j, label) for j, label in enumerate(row) if j != i and label != self.common] for i, row in enumerate(links)
+        ]
+        # Search nodes allowed: about a second of work at any size (a node costs ~n), so a
+        # wiring the search cannot settle is refused at once instead of hanging the caller.
+        self.nodes_left = SEARCH_WORK // max(self.n, 1)
+
+    def spend_node(self) -> None:
+        self.nodes_left -= 1
+        if self.nodes_left < 0:
+            raise UserError(
+                f"cannot fingerprint this {self.n}-GPU wiring within the search budget: its GPUs are symmetric "
+                "in a way that neither NVLink groups, switches nor link classes break down"
+            )
 
 
 def _classes(colours: list[float]) -> list[list[int]]:

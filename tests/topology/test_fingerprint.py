@@ -158,3 +158,72 @@ def test_renumbering_invariance_on_larger_random_and_structured_wirings() -> Non
             for i, j in itertools.product(range(n), repeat=2):
                 moved[perm[i]][perm[j]] = links[i][j]
             assert fingerprint(moved, names) == expected
+
+
+# -- scale (issue 10 item 18) -------------------------------------------------------------
+# Fingerprints as stored before the search was made fast (sparse refinement, first-path
+# pruning): the same wiring must keep its value, or stored results lose their wiring.
+STORED = {
+    "a100-pcie-8gpu-nv12-bridge-pairs-empty-affinity-truncated.txt": "a7f8fd1505c1a2c0f0dfc682fec86d51a5037f75ff4a61eb3fac5805c8721412",
+    "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt": "dd1a82d3be450ba15c26e85f5c45f8035ffaa3045f8469a8e47820c541c9cb7c",
+    "consumer-5gpu-pcie-phb-node-sys-club3090-46.txt": "c4df8ac0afb75b9f5d2e2e64bb848823193faecf4da9a811b0292c58d011ec51",
+    "device-h200-1gpu.txt": "9ef20eb224920af85210df84aa0437efcb30239047e13d0c81a503cc36bfb399",
+    "h100-sxm-8gpu-nvswitch-12nic-numaoff.txt": "e34072521001d550e7360cb4925e16828343ab51577264faf35ae811bc0130e8",
+    "rtx4090-8gpu-pcie-sys-2nic.txt": "5222c2f0946eaf79f0834c7edf811a5ef46cd3165e2e7e68837cc6cba71dc9e4",
+    "synthetic-h200-nvl-8gpu-two-quads.txt": "3d507fee5d5911f2f360cc6b6f73ee5dd6f0a23c6082c7bd21d7185c83f5c369",
+    "synthetic-h200-sxm-8gpu-nvswitch.txt": "e34072521001d550e7360cb4925e16828343ab51577264faf35ae811bc0130e8",
+    "v100-dgx1-8gpu-hybrid-cube-mesh-ib-old-legend.txt": "fb9745afe0a9f3b310af5c0a1c792e45d69e15d806a2bf811d80424a339fffaf",
+    "v100-sxm2-2gpu-nv6-plus-rtx3090-pcie-ansi.txt": "9a4714e218c3115b0ab3cbd9f0072a9964b2027ab2e048ac7709df7998fdec4b",
+}
+STORED_HYPERCUBES = {16: "917c569183d899a13e392a3f1ad8926632c016e6642194cb4c1494e12af87b52", 32: "53f335d883d6075f7994970acd8f6286f8e9fba210e242047024640089ee9db2"}
+
+
+def _hypercube(n: int) -> list[list[str]]:
+    return matrix(n, lambda i, j: "NV4" if bin(i ^ j).count("1") == 1 else "SYS")
+
+
+def _renumbered(links, perm):
+    n = len(links)
+    moved = matrix(n, lambda i, j: "")
+    for i, j in itertools.product(range(n), repeat=2):
+        moved[perm[i]][perm[j]] = links[i][j]
+    return moved
+
+
+def test_fingerprints_stored_before_keep_their_values() -> None:
+    for name, stored in STORED.items():
+        assert topology_from_text(fixture_text(name)).fingerprint == stored, name
+    for n, stored in STORED_HYPERCUBES.items():
+        assert fingerprint(_hypercube(n), ["NVIDIA H100"] * n) == stored
+
+
+@pytest.mark.parametrize("n", [64, 256])
+def test_big_symmetric_wirings_are_fingerprinted_and_renumbering_invariant(n: int) -> None:
+    """A hypercube has no NVLink groups or switch tree to split on: the whole search runs.
+    (64 GPUs took 2.4 s before; 256 did not finish in 150 s. Times: tests/benchmarks.)"""
+    names = ["NVIDIA H100"] * n
+    links = _hypercube(n)
+    expected = fingerprint(links, names)
+    assert fingerprint(_renumbered(links, random.Random(n).sample(range(n), n)), names) == expected
+    rewired = [row[:] for row in links]  # one NVLink moved: 0-1 becomes 0-3 (distance 2 before)
+    rewired[0][1] = rewired[1][0] = "SYS"
+    rewired[0][3] = rewired[3][0] = "NV4"
+    assert fingerprint(rewired, names) != expected
+
+
+def test_a_wiring_past_the_search_budget_is_refused_at_once(monkeypatch) -> None:
+    from wirewise.errors import UserError
+    from wirewise.topology import fingerprint as fingerprint_module
+
+    monkeypatch.setattr(fingerprint_module, "SEARCH_WORK", 64 * 5)  # five search nodes for 64 GPUs
+    with pytest.raises(UserError, match="cannot fingerprint this 64-GPU wiring within the search budget"):
+        fingerprint(_hypercube(64), ["NVIDIA H100"] * 64)
+
+
+def test_topo_show_fingerprints_a_256_gpu_hypercube(tmp_path) -> None:
+    from tests.conftest import wirewise_json
+
+    path = tmp_path / "topo.txt"
+    path.write_text(as_text(_hypercube(256), affinity=""))
+    shown = wirewise_json("topo", "show", "--from-file", str(path), timeout=60)
+    assert shown["gpus"] == 256 and shown["fingerprint"] == fingerprint(_hypercube(256), [None] * 256)
