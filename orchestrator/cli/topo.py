@@ -78,18 +78,30 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
     if not rows:
         typer.echo("no topologies stored yet; run `wirewise topo save`")
         return
+    console().print(_list_table(rows))
+
+
+# topo list at 80 columns: the whole fabric name, a 12-character fingerprint and the date
+# never wrap; names, models and groups wrap inside their columns (at least this wide).
+LIST_COLUMNS = (("node", 8), ("fabric", None), ("GPUs", None), ("model", 5), ("switch", None),
+                ("groups", 9), ("fingerprint", None), ("last seen", None))
+
+
+def _list_table(rows):
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(show_header=True)
-    for column in ("node", "fabric", "GPUs", "model", "switched", "groups", "fingerprint", "last seen"):
-        table.add_column(column)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=0)
+    for name, min_width in LIST_COLUMNS:
+        table.add_column(name, overflow="fold", no_wrap=min_width is None, min_width=min_width)
     for row in rows:
         cells = (
-            row["node"], row["fabric"], str(row["gpus"]), row["gpu_model"] or "?", _yes_no(row["switched"]),
-            _groups_text(row["groups"]), row["fingerprint"][:16], f"{row['last_seen']:%Y-%m-%d %H:%M}",
+            row["node"], row["fabric"], str(row["gpus"]), row["gpu_model"] or "?", _short_yes_no(row["switched"]),
+            _groups_text(row["groups"], short=True), row["fingerprint"][:12], f"{row['last_seen']:%Y-%m-%d}",
         )
         table.add_row(*(Text(cell) for cell in cells))  # stored strings are data, never markup
+    return table
     console().print(table)
 
 
@@ -150,7 +162,11 @@ def _yes_no(value: bool | None) -> str:
     return {True: "yes", False: "no", None: "cannot tell"}[value]
 
 
-def _groups_text(groups) -> str:
+def _short_yes_no(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "?"}[value]
+
+
+def _groups_text(groups, short: bool = False) -> str:
     if groups is None:
-        return "none (NVLink pairs do not form disjoint cliques)"
+        return "none" if short else "none (NVLink pairs do not form disjoint cliques)"
     return " ".join("[" + ",".join(map(str, g)) + "]" for g in groups)

@@ -10,8 +10,15 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+SIZES_PER_LINE = 3  # per-rank sizes, so a line never outgrows an 80-column table's value column
+
+
 def _sizes(values) -> str:
-    return ", ".join(_size(v) for v in values) if values else "-"
+    """Per-rank sizes, a few per line: a table wraps between values, never inside one."""
+    if not values:
+        return "-"
+    texts = [_size(v) for v in values]
+    return ",\n".join(", ".join(texts[i : i + SIZES_PER_LINE]) for i in range(0, len(texts), SIZES_PER_LINE))
 
 
 def summary_table(record):
@@ -23,7 +30,7 @@ def summary_table(record):
     ok = record.status == "ok"
     title = f"train {escape(record.model)} / {record.strategy} x{record.world_size}: [{'green' if ok else 'red'}]{record.status}[/]"
     table = Table(title=title, show_header=False)
-    table.add_column("what")
+    table.add_column("what", no_wrap=True)
     table.add_column("value")
     rows = [
         ("micro-batch / seq len", f"{record.micro_batch} / {record.seq_len or '-'}"),
@@ -37,7 +44,9 @@ def summary_table(record):
             ("MFU", f"{record.mfu:.1%} (peak: {extra.get('peak_source')})" if record.mfu is not None else "-"),
             ("peak memory per rank", _sizes(record.peak_mem_bytes)),
             ("model state per rank", _sizes(record.model_state_bytes)),
-            ("  params / grads / optimizer", " | ".join(_sizes(extra.get(k)) for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))),
+            ("  params", _sizes(extra.get("param_bytes"))),
+            ("  grads", _sizes(extra.get("grad_bytes"))),
+            ("  optimizer state", _sizes(extra.get("optimizer_bytes"))),
             ("loss first -> last", f"{extra['losses'][0]:.4f} -> {extra['losses'][-1]:.4f}"),
         ]
     else:

@@ -125,3 +125,38 @@ def test_option_checks_are_one_line_and_start_nothing(case, tmp_path, db_url):
     proc = wirewise(*args, "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")})
     _one_line_exit_2(proc, expected)
     assert not (tmp_path / "runs").exists()
+
+
+# -- item 17: tables read at 80 columns ------------------------------------------------------
+def test_topo_list_at_80_columns_keeps_fabric_fingerprint_and_date_whole(db_url):
+    fixtures = {"gpu-node-001": "synthetic-h200-nvl-8gpu-two-quads.txt", "dgx1-a": "v100-dgx1-8gpu-hybrid-cube-mesh-ib-old-legend.txt",
+                "a-very-long-node-name-0001.cluster.example.org": "h100-sxm-8gpu-nvswitch-12nic-numaoff.txt"}
+    for node, name in fixtures.items():
+        wirewise("topo", "save", "-f", str(FIXTURES / "topo" / name), "--node", node, "--db", db_url, check=True)
+    listed = {row["node"]: row for row in wirewise_json("topo", "list", "--db", db_url)}
+    out = wirewise("topo", "list", "--db", db_url, env={"COLUMNS": "80"}, check=True).stdout
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for row in listed.values():
+        assert row["fabric"] in out and row["fingerprint"][:12] in out
+        assert f"{row['last_seen'][:10]}" in out
+    assert "nvlink-all-to-all" in out and "nvlink-partial" in out and "…" not in out
+
+
+def test_the_train_table_wraps_between_values_never_inside_one():
+    from rich.console import Console
+
+    from wirewise.orchestrator.report.train import summary_table
+    from wirewise.record import ResultRecord
+
+    sizes = [int(377.89 * 2**20) + rank for rank in range(8)]
+    record = ResultRecord(
+        workload="train", model="mistral-7b", strategy="fsdp", world_size=8, micro_batch=1, seq_len=512, step_time_s=0.5,
+        samples_per_s=16.0, tokens_per_s=8192.0, peak_mem_bytes=sizes, model_state_bytes=sizes, params={"engine": "native"},
+        extra={"precision": "bf16-mixed", "param_bytes": sizes, "grad_bytes": sizes, "optimizer_bytes": sizes, "losses": [2.0, 1.5]},
+    )
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))
+    console.print(summary_table(record))
+    lines = console.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert sum(line.count("377.89 MiB") for line in lines) == 8 * 5  # peak, state, params, grads, optimizer
+    assert not any(line.rstrip(" │").endswith(("377.89", "377.89,")) for line in lines)
