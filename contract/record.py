@@ -1,4 +1,4 @@
-"""The result record: one per measurement (DESIGN.md, "Result record").
+"""The result record: one per measurement (docs/contracts.md, "Result record").
 
 Workloads on compute nodes write these as JSON lines; `ingest` stores them. The
 fields are flat and map one to one onto the `results` table, so a record is the

@@ -1,6 +1,6 @@
 """Fabric class, NVLink groups and whether an NVSwitch is proven, from the pair matrix.
 
-Classes (DESIGN.md): `single` one GPU; `pcie` no NVLink; `nvlink-all-to-all` every pair
+Classes (docs/contracts.md): `single` one GPU; `pcie` no NVLink; `nvlink-all-to-all` every pair
 has the same NVLink count; `nvlink-groups` disjoint NVLink cliques with PCIe between them
 (a GPU without NVLink is a group of its own); `nvlink-partial` anything else (DGX-1
 hybrid cube mesh, a full mesh of unequal bonds).

@@ -88,7 +88,7 @@ class Topology(BaseModel):
         return facts.nvlink_generation if facts else None
 
     def contract(self) -> dict[str, Any]:
-        """The topology object of DESIGN.md, keys in its order."""
+        """The topology object of docs/contracts.md, keys in its order."""
         return {
             "gpus": self.gpus,
             "gpu_names": list(self.gpu_names),

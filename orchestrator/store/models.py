@@ -55,7 +55,7 @@ class TopologyRow(Base):
     switched: Mapped[bool | None]
     gpu_count: Mapped[int]
     gpu_model: Mapped[str | None] = mapped_column(String(128))
-    parsed: Mapped[dict[str, Any]]  # the topology object of DESIGN.md; per-node links and paths live in NodeTopologyRow.details
+    parsed: Mapped[dict[str, Any]]  # the topology object of docs/contracts.md; per-node links and paths live in NodeTopologyRow.details
     raw_text: Mapped[str | None] = mapped_column(Text)  # `nvidia-smi topo -m` as read
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

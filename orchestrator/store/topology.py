@@ -1,7 +1,7 @@
 """Store topologies: one TopologyRow row per wiring (fingerprint), one NodeRow row per host, and
 one Topology row per (node, wiring) pair holding what the fingerprint leaves out.
 
-TopologyRow.parsed is the DESIGN.md object of the first node seen with that wiring. GPU numbers
+TopologyRow.parsed is the docs/contracts.md topology object of the first node seen with that wiring. GPU numbers
 differ between nodes of one wiring (renumbered), so what is told by GPU index on a node (its
 pair matrix, NVML's PCIe paths, hence its groups) lives in that node's row.
 """
