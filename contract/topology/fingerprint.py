@@ -287,18 +287,16 @@ def _first_mixed_class(links, classes) -> list[int] | None:
 
 
 def _certificate(links, kinds, classes) -> Certificate:
+    """Classes (kind, size) in colour order and the label between each two, read off one GPU
+    per class (the partition is uniform); inside a class: the label of its pairs, X for one GPU."""
     sizes = tuple((kinds[c[0]], len(c)) for c in classes)
+    firsts = [c[0] for c in classes]
+    inside = [links[c[0]][c[1]] if len(c) > 1 else "X" for c in classes]
     between = tuple(
-        tuple(_label_between(links, a, b) for b in classes)
-        for a in classes
+        tuple(inside[k] if k == row else links[first][other] for k, other in enumerate(firsts))
+        for row, first in enumerate(firsts)
     )
     return sizes, between
-
-
-def _label_between(links, a: list[int], b: list[int]) -> str:
-    if a is b:
-        return links[a[0]][a[1]] if len(a) > 1 else "X"
-    return links[a[0]][b[0]]
 
 
 def _individualise(colours: list[float], gpu: int) -> list[float]:
