@@ -64,6 +64,8 @@ def build_records(spec, files, status, error, topo, topo_error, node, started, e
         record.extra.update(backend=spec.backend, device=device, attempt=spec.attempt, repeat=spec.repeat)
         record.versions.setdefault("wirewise_code", code)
         if device == "cpu":
+            if spec.gpus:  # GPUs the task was given (a campaign's plan) but that measured nothing
+                record.extra["assigned_gpus"] = spec.gpus
             record.gpus, record.gpu_count = [], 0
         if topo_error:
             record.extra["topology_error"] = topo_error

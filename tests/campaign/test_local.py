@@ -15,15 +15,18 @@ SWEEP = {"ops": ["all_reduce", "all_gather"], "min_bytes": "4K", "max_bytes": "8
 
 
 def test_local_campaign_end_to_end(tmp_path, db_url):
-    broken = tmp_path / "alpaca.json"
-    broken.write_text("[{\"instruction\": ")  # a data file that exists but is cut off: its task fails on the ranks
+    # A config transformers reads but the benchmark cannot train (an encoder-decoder): its task
+    # passes the plan's checks and fails on the ranks. (A cut --data file is refused at plan time.)
+    broken = tmp_path / "t5" / "config.json"
+    broken.parent.mkdir()
+    broken.write_text('{"model_type": "t5"}')
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({
         "name": "local-t",
         "workloads": [
             {"collectives": SWEEP},
-            {"train": {"models": ["tiny-mistral"], "strategies": ["ddp"], "batch_size": 2, "steps": 1,
-                       "warmup_steps": 1, "data": str(broken)}},
+            {"train": {"models": [str(broken)], "strategies": ["ddp"], "batch_size": 2, "steps": 1,
+                       "warmup_steps": 1}},
         ],
         "axes": {"gpus": [2], "repeats": 2},
         "target": {"executor": "local", "timeout_s": 300},

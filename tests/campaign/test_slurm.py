@@ -101,10 +101,14 @@ def test_bundles_on_planned_gpus_split_arrays_and_resume_a_cancelled_element(tmp
     assert done["done"] and done["counts"] == {"ok": 14, "cancelled": 1}
     assert {t["task_id"] for t in done["tasks"] if t["status"] == "cancelled"} == cancelled
 
-    stored = rows(db_url, "SELECT task_id, gpus, env, campaign FROM results")
+    stored = rows(db_url, "SELECT task_id, gpus, env, campaign, extra FROM results")
     assert {task for task, *_ in stored} == set(planned) - cancelled
-    for task_id, gpus, env, campaign in stored:
-        assert json.loads(gpus) == planned[task_id] and campaign == "slurm-t"
+    for task_id, gpus, env, campaign, extra in stored:
+        # The fake GPUs pin the planned indices; the gloo ranks run on CPU, so the records say
+        # so (issue 10 item 13): no GPU indices, device cpu, the planned GPUs kept apart.
+        extra = json.loads(extra)
+        assert json.loads(gpus) == [] and extra["device"] == "cpu" and campaign == "slurm-t"
+        assert extra["assigned_gpus"] == planned[task_id]
         assert json.loads(env)["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, planned[task_id]))
     assert wirewise_json("campaign", "collect", "slurm-t", "--db", db_url)["new_records"] == 0
 
