@@ -19,7 +19,7 @@ def place(
     store=None,
     free_source: str = "--free",
 ) -> dict:
-    """The placement object of DESIGN.md (without the strategy; `with_strategy` adds it)."""
+    """The placement object of docs/placement.md (without the strategy; `with_strategy` adds it)."""
     free = sorted(free) if free is not None else list(range(topo.gpus))
     predict = predictor(topo, store)
     gpus = select_gpus(topo, k, policy, free, predict=predict)
