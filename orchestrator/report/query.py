@@ -1,0 +1,244 @@
+"""Read results back: filters checked and resolved, one query, one fact per stored row.
+
+Every command of the report stage (results, compare, report, doctor) reads through `facts`,
+so a filter means the same everywhere. Filters that are columns go into SQL (indexed, see
+db/versions/0003); the placement class, derived from the GPUs and the node's wiring where a
+campaign did not record it, is filtered after the query.
+
+CPU ranks (extra.device == "cpu") measure the host, not the fabric their rows are
+fingerprinted with: they stay out unless `include_cpu` asks for them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import func, or_, select
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.models import CampaignRow, NodeRow, NodeTopologyRow, ResultRow, TopologyRow
+from wirewise.topology.classify import FABRICS
+
+WORKLOADS = ("collective", "train")
+SOURCES = ("wirewise", "nccl-tests")
+STATUSES = ("ok", "oom", "failed", "timeout", "cancelled")
+
+# What one fact holds: the columns read, then the derived fields (gpus: GPUs or, for CPU
+# ranks, ranks; placement; transport; device; peak_mem_bytes: the largest rank's).
+_COLUMNS = (
+    ResultRow.id, ResultRow.workload, ResultRow.source, ResultRow.status, ResultRow.campaign, ResultRow.node,
+    ResultRow.fingerprint, ResultRow.fabric, ResultRow.gpus.label("gpu_list"), ResultRow.gpu_count, ResultRow.world_size,
+    ResultRow.started_at, ResultRow.task_id, ResultRow.op, ResultRow.bytes, ResultRow.dtype, ResultRow.in_place,
+    ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs, ResultRow.model, ResultRow.strategy,
+    ResultRow.tokens_per_s, ResultRow.step_time_s, ResultRow.samples_per_s, ResultRow.peak_mem_bytes, ResultRow.mfu,
+    ResultRow.params["transport"].as_string().label("transport"),
+    ResultRow.params["placement"].as_string().label("recorded_placement"),
+    ResultRow.extra["device"].as_string().label("device"),
+)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the user asked for, checked. Use `resolve` before querying: it turns prefixes into
+    full values and fails on unknown names."""
+
+    fabric: str | None = None
+    fingerprint: str | None = None
+    node: str | None = None
+    workload: str | None = None
+    op: str | None = None
+    bytes: int | None = None
+    model: str | None = None
+    strategy: str | None = None
+    gpus: int | None = None
+    placement: str | None = None
+    transport: str | None = None
+    source: str | None = None
+    status: str | None = None
+    since: datetime | None = None
+    campaigns: tuple[str, ...] = ()
+    include_cpu: bool = False
+
+    def asked(self) -> dict[str, Any]:
+        """The filters given, for JSON output."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items() if v not in (None, (), False)}
+
+
+def parse_filters(**options: Any) -> Filters:
+    """Filters from command-line text: sizes ('1G'), dates ('2026-11-30', '7d') and choices checked."""
+    from wirewise.workloads.collective import parse_size
+
+    for name, choices in (("workload", WORKLOADS), ("source", SOURCES), ("status", STATUSES)):
+        if options.get(name) is not None and options[name] not in choices:
+            raise UserError(f"--{name} {options[name]!r}: choose one of {', '.join(choices)}")
+    if options.get("bytes") is not None:
+        try:
+            options["bytes"] = parse_size(options["bytes"])
+        except ValueError as exc:
+            raise UserError(f"--bytes {options['bytes']!r}: {exc}") from None
+    if options.get("since") is not None:
+        options["since"] = parse_since(options["since"])
+    options["campaigns"] = tuple(options.get("campaigns") or ())
+    return Filters(**options)
+
+
+_AGE = re.compile(r"^(\d+)([dhm])$")
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """'2026-11-30', '2026-11-30T12:00[+01:00]' or an age ('7d', '12h', '30m'), as UTC."""
+    text = text.strip()
+    age = _AGE.match(text)
+    if age:
+        unit = {"d": "days", "h": "hours", "m": "minutes"}[age.group(2)]
+        return (now or datetime.now(timezone.utc)) - timedelta(**{unit: int(age.group(1))})
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise UserError(f"--since {text!r}: give a date (2026-11-30), a time (2026-11-30T12:00) or an age (7d, 12h, 30m)") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc)
+
+
+# -- resolving names -----------------------------------------------------------------
+def resolve(store: Store, filters: Filters) -> Filters:
+    """Prefixes made whole (fabric, fingerprint); unknown campaigns refused."""
+    changes: dict[str, Any] = {}
+    if filters.fabric is not None:
+        changes["fabric"] = unique_prefix("--fabric", filters.fabric, FABRICS)
+    if filters.fingerprint is not None:
+        changes["fingerprint"] = unique_prefix("--fingerprint", filters.fingerprint, fingerprints_starting(store, filters.fingerprint))
+    missing = [name for name in filters.campaigns if name not in campaign_names(store, filters.campaigns)]
+    if missing:
+        raise UserError(f"--campaign {missing[0]!r}: no results or campaign of that name (wirewise results --group-by campaign lists them)")
+    return Filters(**{**asdict(filters), **changes})
+
+
+def unique_prefix(option: str, prefix: str, known) -> str:
+    """The one known value starting with `prefix`; a clear error for none or several."""
+    matches = sorted({value for value in known if value.startswith(prefix)})
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        choices = f" (choose among {', '.join(sorted(set(known)))})" if known else ""
+        raise UserError(f"{option} {prefix!r}: nothing stored starts with that{choices}")
+    raise UserError(f"{option} {prefix!r} is ambiguous: {', '.join(_short(m) for m in matches[:6])}{' ...' if len(matches) > 6 else ''}")
+
+
+def _short(value: str) -> str:
+    """Fingerprints (64 hex digits) shortened in messages; other names whole."""
+    return value[:16] if len(value) == 64 else value
+
+
+def fingerprints_starting(store: Store, prefix: str) -> set[str]:
+    """Stored fingerprints that start with `prefix` (hex: a range query the indexes serve)."""
+    found: set[str] = set()
+    with store.session() as session:
+        for column in (TopologyRow.fingerprint, ResultRow.fingerprint):
+            query = select(column).where(column >= prefix, column < prefix + "\uffff").distinct().limit(8)
+            found |= set(session.scalars(query))
+    return found
+
+
+def campaign_names(store: Store, wanted) -> set[str]:
+    """Which of `wanted` name a campaign (planned, or only seen on results)."""
+    if not wanted:
+        return set()
+    with store.session() as session:
+        planned = set(session.scalars(select(CampaignRow.name).where(CampaignRow.name.in_(wanted))))
+        seen = set(session.scalars(select(ResultRow.campaign).where(ResultRow.campaign.in_(wanted)).distinct()))
+    return planned | seen
+
+
+# -- the query -----------------------------------------------------------------------
+def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
+    """Every stored row that matches, as a dict of what reports use (see _COLUMNS)."""
+    query = select(*_COLUMNS).where(*_conditions(filters)).order_by(ResultRow.id)
+    with store.session() as session:
+        rows = session.execute(query).mappings().all()
+    groups = GroupLookup(store)
+    found = [_fact(row, groups) for row in rows]
+    if filters.placement is not None:
+        found = [f for f in found if f["placement"] == filters.placement]
+    return found
+
+
+def _conditions(f: Filters) -> list:
+    equal = {
+        ResultRow.fabric: f.fabric, ResultRow.fingerprint: f.fingerprint, ResultRow.node: f.node,
+        ResultRow.workload: f.workload, ResultRow.op: f.op, ResultRow.bytes: f.bytes, ResultRow.model: f.model,
+        ResultRow.strategy: f.strategy, ResultRow.source: f.source, ResultRow.status: f.status,
+    }
+    conditions = [column == value for column, value in equal.items() if value is not None]
+    if f.gpus is not None:
+        conditions.append(_ranks_column() == f.gpus)
+    if f.transport is not None:
+        conditions.append(func.coalesce(ResultRow.params["transport"].as_string(), "default") == f.transport)
+    if f.since is not None:
+        conditions.append(ResultRow.started_at >= f.since)
+    if f.campaigns:
+        conditions.append(ResultRow.campaign.in_(f.campaigns))
+    if not f.include_cpu:
+        device = ResultRow.extra["device"].as_string()
+        conditions.append(or_(device.is_(None), device != "cpu"))
+    return conditions
+
+
+def _ranks_column():
+    """GPUs used, or ranks for CPU runs (which use no GPU)."""
+    return func.coalesce(func.nullif(ResultRow.gpu_count, 0), ResultRow.world_size, 0)
+
+
+def _fact(row, groups: GroupLookup) -> dict[str, Any]:
+    fact = dict(row)
+    gpu_list = fact.pop("gpu_list") or []
+    fact["gpus"] = fact["gpu_count"] or fact["world_size"] or 0
+    fact["transport"] = fact["transport"] or "default"
+    recorded = fact.pop("recorded_placement")
+    fact["placement"] = recorded or groups.placement(fact["node"], fact["fingerprint"], gpu_list)
+    peaks = fact["peak_mem_bytes"]
+    fact["peak_mem_bytes"] = max(peaks) if peaks else None
+    return fact
+
+
+@dataclass
+class GroupLookup:
+    """NVLink groups per (node, fingerprint), in the node's own GPU numbering, read once."""
+
+    store: Store
+    _groups: dict[tuple[str | None, str], list[list[int]] | None] = field(default_factory=dict)
+    _loaded: bool = False
+
+    def placement(self, node: str | None, fingerprint: str | None, gpus: list[int]) -> str | None:
+        """'packed': every GPU in one NVLink group; 'spread': across groups; None when it cannot
+        be told (one GPU or none, no wiring stored, a wiring without disjoint groups)."""
+        if len(gpus) < 2 or fingerprint is None:
+            return None
+        groups = self.groups(node, fingerprint)
+        if not groups:
+            return None
+        return "packed" if any(set(gpus) <= set(group) for group in groups) else "spread"
+
+    def groups(self, node: str | None, fingerprint: str) -> list[list[int]] | None:
+        if not self._loaded:
+            self._load()
+        return self._groups.get((node, fingerprint), self._groups.get((None, fingerprint)))
+
+    def _load(self) -> None:
+        from wirewise.orchestrator.store.topology import node_groups
+
+        self._loaded = True
+        with self.store.session() as session:
+            seen = session.execute(
+                select(NodeRow.name, TopologyRow, NodeTopologyRow.details)
+                .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
+                .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
+            ).all()
+            for node, topology, details in seen:
+                self._groups[(node, topology.fingerprint)] = node_groups(details, topology)
+                self._groups.setdefault((None, topology.fingerprint), topology.parsed.get("groups"))
