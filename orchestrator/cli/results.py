@@ -111,3 +111,63 @@ def compare(
     from wirewise.orchestrator.report.tables import compare_tables
 
     print_tables(compare_tables(result))
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the PNG figures and index.html (created if missing).", show_default=False)],
+    campaign: Campaigns = None,
+    fabric: Fabric = None,
+    fingerprint: Fingerprint = None,
+    node: Node = None,
+    source: Source = None,
+    since: Since = None,
+    include_cpu: IncludeCpu = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """The article's figures (busbw by size and by GPU count, NVLink against PCIe, the strategy
+    dial per wire) as PNG files and one self-contained HTML page with their tables and wiring."""
+    from wirewise.orchestrator.report.page import write_report
+    from wirewise.orchestrator.report.query import parse_filters
+    from wirewise.orchestrator.store import Store
+
+    filters = parse_filters(campaigns=campaign, fabric=fabric, fingerprint=fingerprint, node=node, source=source,
+                            since=since, include_cpu=include_cpu)
+    written = write_report(Store(db), filters, out)
+    if json:
+        print_json(written)
+        return
+    for figure in written["figures"]:
+        typer.echo(f"{figure['file']}: {figure['title']}")
+    typer.echo(f"{written['index']}: {len(written['figures'])} figures from {written['results']} results, "
+               f"wiring of {len(written['nodes'])} node(s)")
+
+
+@app.command()
+def doctor(
+    node: Annotated[str | None, typer.Option("--node", help="The node to check (default: every node with results, and this one).")] = None,
+    include_cpu: IncludeCpu = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Flag drift: busbw below its wiring's usual range, and on this node (NVML) inactive NVLinks,
+    PCIe below its maximum generation or width, a wiring that no longer matches the stored one.
+    Exits 1 when it flags something, 0 when healthy (for cron or a Slurm health check)."""
+    from wirewise.orchestrator.report.doctor import doctor as check
+    from wirewise.orchestrator.store import Store
+    from wirewise.topology.probe import probe_node, short_hostname
+
+    found = check(Store(db), node, include_cpu, live=probe_node, live_node=short_hostname())
+    if json:
+        print_json(found)
+    else:
+        from wirewise.orchestrator.report.tables import doctor_table
+
+        if found["healthy"]:
+            typer.echo(f"healthy: {', '.join(found['nodes']) or 'no nodes with results'}")
+        else:
+            print_tables([doctor_table(found)])
+        for note in found["notes"]:
+            typer.echo(f"note: {note}")
+    raise typer.Exit(0 if found["healthy"] else 1)

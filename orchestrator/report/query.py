@@ -5,8 +5,8 @@ so a filter means the same everywhere. Filters that are columns go into SQL (ind
 db/versions/0003); the placement class, derived from the GPUs and the node's wiring where a
 campaign did not record it, is filtered after the query.
 
-CPU ranks (extra.device == "cpu") measure the host, not the fabric their rows are
-fingerprinted with: they stay out unless `include_cpu` asks for them.
+Runs on CPU ranks (gloo; their records name no GPU, gpu_count 0) measure the host, not the
+fabric their rows are fingerprinted with: they stay out unless `include_cpu` asks for them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
@@ -28,7 +28,7 @@ SOURCES = ("wirewise", "nccl-tests")
 STATUSES = ("ok", "oom", "failed", "timeout", "cancelled")
 
 # What one fact holds: the columns read, then the derived fields (gpus: GPUs or, for CPU
-# ranks, ranks; placement; transport; device; peak_mem_bytes: the largest rank's).
+# ranks, ranks; device: gpu or cpu; placement; transport; peak_mem_bytes: the largest rank's).
 _COLUMNS = (
     ResultRow.id, ResultRow.workload, ResultRow.source, ResultRow.status, ResultRow.campaign, ResultRow.node,
     ResultRow.fingerprint, ResultRow.fabric, ResultRow.gpus.label("gpu_list"), ResultRow.gpu_count, ResultRow.world_size,
@@ -37,7 +37,6 @@ _COLUMNS = (
     ResultRow.tokens_per_s, ResultRow.step_time_s, ResultRow.samples_per_s, ResultRow.peak_mem_bytes, ResultRow.mfu,
     ResultRow.params["transport"].as_string().label("transport"),
     ResultRow.params["placement"].as_string().label("recorded_placement"),
-    ResultRow.extra["device"].as_string().label("device"),
 )
 
 
@@ -184,8 +183,7 @@ def _conditions(f: Filters) -> list:
     if f.campaigns:
         conditions.append(ResultRow.campaign.in_(f.campaigns))
     if not f.include_cpu:
-        device = ResultRow.extra["device"].as_string()
-        conditions.append(or_(device.is_(None), device != "cpu"))
+        conditions.append(ResultRow.gpu_count > 0)
     return conditions
 
 
@@ -197,6 +195,7 @@ def _ranks_column():
 def _fact(row, groups: GroupLookup) -> dict[str, Any]:
     fact = dict(row)
     gpu_list = fact.pop("gpu_list") or []
+    fact["device"] = "gpu" if fact["gpu_count"] else "cpu"
     fact["gpus"] = fact["gpu_count"] or fact["world_size"] or 0
     fact["transport"] = fact["transport"] or "default"
     recorded = fact.pop("recorded_placement")

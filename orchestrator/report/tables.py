@@ -121,3 +121,15 @@ def _verdict_text(row: dict[str, Any]) -> str:
     if row["within_noise"] is None:
         return f"{change} (one run: noise unknown)"
     return f"{change} within noise" if row["within_noise"] else f"{change} beyond noise"
+
+
+def doctor_table(found: dict[str, Any]):
+    """doctor's findings (it has some): node, check, evidence, what to check."""
+    from rich.table import Table
+
+    table = Table(title=f"{len(found['findings'])} finding(s) on {', '.join(found['nodes'])}")
+    for name in ("node", "check", "evidence", "what to check"):
+        table.add_column(name, overflow="fold", max_width=70)
+    for f in found["findings"]:
+        table.add_row(f["node"], f["check"], f["evidence"], f["advice"])
+    return table
