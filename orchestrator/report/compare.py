@@ -25,7 +25,6 @@ from wirewise.orchestrator.report.query import (
 from wirewise.orchestrator.report.stats import Stats, stats_of
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import ResultRow
-from wirewise.topology.classify import FABRICS
 
 KINDS = ("campaign", "node", "fingerprint", "fabric")
 CASE_FIELDS = {
@@ -77,6 +76,8 @@ def _match(store: Store, kind: str, value: str) -> str | None:
     if kind == "node":
         with store.session() as session:
             return session.scalar(select(ResultRow.node).where(ResultRow.node == value).limit(1))
+    from wirewise.topology.classify import FABRICS
+
     known = FABRICS if kind == "fabric" else fingerprints_starting(store, value)
     if not value or not any(k.startswith(value) for k in known):
         return None

@@ -3,11 +3,12 @@ Panel, Series), then drawn with matplotlib's Agg backend (no display). The data 
 `report --json` prints and what the HTML page tabulates, so a test reads back exactly the
 numbers that were drawn.
 
-- busbw by message size, per op: one line per fabric, placement, GPU count and transport;
+- busbw by message size, per op, a panel per fabric: one line per placement, GPU count and
+  transport;
 - busbw by GPU count, per op, at each line's largest measured size: one line per fabric and
   placement class (the article's three behaviours: flat on NVSwitch, a fall at the quad
   boundary on NVL, PCIe-bound across groups);
-- NVLink against forced PCIe, per op, where both transports were measured;
+- NVLink against forced PCIe, per op, a panel per fabric, where both transports were measured;
 - tokens/s and peak memory per strategy, per model, one bar per wire (the whole dial on
   three wires); a run that did not finish leaves its slot empty with its status written in.
 
@@ -68,9 +69,10 @@ def build_figures(facts: list[dict[str, Any]]) -> list[Figure]:
 def busbw_by_size(facts: list[dict[str, Any]]) -> list[Figure]:
     figures = []
     for op, mine in _by(facts, "op").items():
-        series = _lines(mine, ("fabric", "placement", "gpus", "transport", "source", "device"), "bytes")
-        figures.append(Figure(f"busbw-by-size-{_slug(op)}", f"{op}: bus bandwidth by message size",
-                              [Panel("", "message size", "busbw (GB/s)", "size", series)]))
+        panels = [Panel(fabric or "fabric unknown", "message size", "busbw (GB/s)", "size",
+                        _lines(rows, ("placement", "gpus", "transport", "source", "device"), "bytes"))
+                  for fabric, rows in _by(mine, "fabric").items()]
+        figures.append(Figure(f"busbw-by-size-{_slug(op)}", f"{op}: bus bandwidth by message size", panels))
     return figures
 
 
@@ -86,17 +88,19 @@ def busbw_by_gpus(facts: list[dict[str, Any]]) -> list[Figure]:
 
 def nvlink_vs_pcie(facts: list[dict[str, Any]]) -> list[Figure]:
     figures = []
+    wire = ("fabric", "gpus", "placement", "device")
     for op, mine in _by(facts, "op").items():
-        if {f["transport"] for f in mine} < {"default", "pcie"}:
-            continue
-        wire = ("fabric", "gpus", "placement", "device")
         wires = {tuple(f[k] for k in wire) for f in mine if f["transport"] == "pcie"}
         both = [f for f in mine if tuple(f[k] for k in wire) in wires]
-        series = _lines(both, ("transport", "fabric", "gpus", "placement", "source", "device"), "bytes")
-        for line in series:
-            line.label = line.label.replace("default", "NVLink (default)", 1).replace("pcie", "PCIe (forced)", 1)
-        figures.append(Figure(f"nvlink-vs-pcie-{_slug(op)}", f"{op}: NVLink against forced PCIe",
-                              [Panel("", "message size", "busbw (GB/s)", "size", series)]))
+        if {f["transport"] for f in both} < {"default", "pcie"}:
+            continue
+        panels = []
+        for fabric, rows in _by(both, "fabric").items():
+            series = _lines(rows, ("transport", "gpus", "placement", "source", "device"), "bytes")
+            for line in series:
+                line.label = line.label.replace("default", "NVLink (default)", 1).replace("pcie", "PCIe (forced)", 1)
+            panels.append(Panel(fabric or "fabric unknown", "message size", "busbw (GB/s)", "size", series))
+        figures.append(Figure(f"nvlink-vs-pcie-{_slug(op)}", f"{op}: NVLink against forced PCIe", panels))
     return figures
 
 
@@ -192,25 +196,35 @@ def _slug(name: Any) -> str:
 
 # -- drawing ----------------------------------------------------------------------------------
 def draw(figure: Figure, out: Path) -> Path:
-    """The figure as a PNG in `out`; returns its path."""
+    """The figure as a PNG in `out`; returns its path. Long legends (more than 8 lines) sit
+    beside their panel, one panel to a row; short ones inside, two panels to a row. The
+    layout is set by hand: a "tight" bounding box would draw every figure twice."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(figure.panels), figsize=(6.4 * len(figure.panels), 4.4), squeeze=False)
-    for ax, panel in zip(axes[0], figure.panels):
+    outside = max(len(p.series) for p in figure.panels) > 8
+    columns = 1 if outside or len(figure.panels) == 1 else 2
+    rows = -(-len(figure.panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=((11 if outside else 7.5) * columns, 4.4 * rows), squeeze=False)
+    for ax, panel in zip(axes.flat, figure.panels):
         (_draw_bars if panel.kind == "bars" else _draw_lines)(ax, panel)
         ax.set_title(panel.title, fontsize=10)
         ax.set_xlabel(panel.xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.grid(True, alpha=0.3)
-        if panel.series:
-            ax.legend(fontsize=7)
+        if outside:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncols=1 + len(panel.series) // 24)
+        elif panel.series:
+            ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(figure.panels):]:
+        ax.set_visible(False)
     fig.suptitle(figure.title)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07 if outside else 0.09, right=0.66 if outside else 0.97, bottom=0.12 / rows,
+                        top=1 - 0.45 / (4.4 * rows), hspace=0.35, wspace=0.25)
     path = out / f"{figure.name}.png"
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
 

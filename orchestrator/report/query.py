@@ -11,30 +11,43 @@ fabric their rows are fingerprinted with: they stay out unless `include_cpu` ask
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import String, func, select, type_coerce
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import CampaignRow, NodeRow, NodeTopologyRow, ResultRow, TopologyRow
-from wirewise.topology.classify import FABRICS
 
 WORKLOADS = ("collective", "train")
 SOURCES = ("wirewise", "nccl-tests")
 STATUSES = ("ok", "oom", "failed", "timeout", "cancelled")
 
+def _raw(column):
+    """The column as the driver returns it, without SQLAlchemy's per-row conversion (JSON text
+    decoded, SQLite's datetime text parsed): most rows never need it, and on a million rows
+    the conversion costs more than the query (decoded where needed by _json)."""
+    return type_coerce(column, String)
+
+
+def _json(value):
+    """A JSON column read through _raw: text on SQLite, already decoded by PostgreSQL's driver."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 # What one fact holds: the columns read, then the derived fields (gpus: GPUs or, for CPU
 # ranks, ranks; device: gpu or cpu; placement; transport; peak_mem_bytes: the largest rank's).
 _COLUMNS = (
     ResultRow.id, ResultRow.workload, ResultRow.source, ResultRow.status, ResultRow.campaign, ResultRow.node,
-    ResultRow.fingerprint, ResultRow.fabric, ResultRow.gpus.label("gpu_list"), ResultRow.gpu_count, ResultRow.world_size,
-    ResultRow.started_at, ResultRow.task_id, ResultRow.op, ResultRow.bytes, ResultRow.dtype, ResultRow.in_place,
+    ResultRow.fingerprint, ResultRow.fabric, _raw(ResultRow.gpus).label("gpu_list"), ResultRow.gpu_count,
+    ResultRow.world_size, _raw(ResultRow.started_at).label("started_at"), ResultRow.task_id, ResultRow.op, ResultRow.bytes, ResultRow.dtype, ResultRow.in_place,
     ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs, ResultRow.model, ResultRow.strategy,
-    ResultRow.tokens_per_s, ResultRow.step_time_s, ResultRow.samples_per_s, ResultRow.peak_mem_bytes, ResultRow.mfu,
+    ResultRow.tokens_per_s, ResultRow.step_time_s, ResultRow.samples_per_s, _raw(ResultRow.peak_mem_bytes).label("peak_mem_bytes"),
+    ResultRow.mfu,
     ResultRow.params["transport"].as_string().label("transport"),
     ResultRow.params["placement"].as_string().label("recorded_placement"),
 )
@@ -109,6 +122,8 @@ def resolve(store: Store, filters: Filters) -> Filters:
     """Prefixes made whole (fabric, fingerprint); unknown campaigns refused."""
     changes: dict[str, Any] = {}
     if filters.fabric is not None:
+        from wirewise.topology.classify import FABRICS
+
         changes["fabric"] = unique_prefix("--fabric", filters.fabric, FABRICS)
     if filters.fingerprint is not None:
         changes["fingerprint"] = unique_prefix("--fingerprint", filters.fingerprint, fingerprints_starting(store, filters.fingerprint))
@@ -159,9 +174,11 @@ def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
     """Every stored row that matches, as a dict of what reports use (see _COLUMNS)."""
     query = select(*_COLUMNS).where(*_conditions(filters)).order_by(ResultRow.id)
     with store.session() as session:
-        rows = session.execute(query).mappings().all()
+        result = session.connection().execute(query)  # Core rows: no ORM layer per row
+        keys = list(result.keys())
+        rows = result.all()
     groups = GroupLookup(store)
-    found = [_fact(row, groups) for row in rows]
+    found = [_fact(dict(zip(keys, row)), groups) for row in rows]
     if filters.placement is not None:
         found = [f for f in found if f["placement"] == filters.placement]
     return found
@@ -176,6 +193,9 @@ def _conditions(f: Filters) -> list:
     conditions = [column == value for column, value in equal.items() if value is not None]
     if f.gpus is not None:
         conditions.append(_ranks_column() == f.gpus)
+    if f.placement is not None:  # where a campaign recorded it; derived ones are checked after
+        recorded = ResultRow.params["placement"].as_string()
+        conditions.append((recorded == f.placement) | recorded.is_(None))
     if f.transport is not None:
         conditions.append(func.coalesce(ResultRow.params["transport"].as_string(), "default") == f.transport)
     if f.since is not None:
@@ -192,15 +212,14 @@ def _ranks_column():
     return func.coalesce(func.nullif(ResultRow.gpu_count, 0), ResultRow.world_size, 0)
 
 
-def _fact(row, groups: GroupLookup) -> dict[str, Any]:
-    fact = dict(row)
-    gpu_list = fact.pop("gpu_list") or []
+def _fact(fact: dict[str, Any], groups: GroupLookup) -> dict[str, Any]:
+    gpu_list = fact.pop("gpu_list")
     fact["device"] = "gpu" if fact["gpu_count"] else "cpu"
     fact["gpus"] = fact["gpu_count"] or fact["world_size"] or 0
     fact["transport"] = fact["transport"] or "default"
     recorded = fact.pop("recorded_placement")
-    fact["placement"] = recorded or groups.placement(fact["node"], fact["fingerprint"], gpu_list)
-    peaks = fact["peak_mem_bytes"]
+    fact["placement"] = recorded or groups.placement(fact["node"], fact["fingerprint"], fact["gpu_count"], gpu_list)
+    peaks = _json(fact["peak_mem_bytes"])
     fact["peak_mem_bytes"] = max(peaks) if peaks else None
     return fact
 
@@ -213,11 +232,13 @@ class GroupLookup:
     _groups: dict[tuple[str | None, str], list[list[int]] | None] = field(default_factory=dict)
     _loaded: bool = False
 
-    def placement(self, node: str | None, fingerprint: str | None, gpus: list[int]) -> str | None:
+    def placement(self, node: str | None, fingerprint: str | None, gpu_count: int, gpu_list) -> str | None:
         """'packed': every GPU in one NVLink group; 'spread': across groups; None when it cannot
-        be told (one GPU or none, no wiring stored, a wiring without disjoint groups)."""
-        if len(gpus) < 2 or fingerprint is None:
+        be told (one GPU or none, no wiring stored, a wiring without disjoint groups).
+        `gpu_list` is the stored JSON of the GPUs used (decoded only here)."""
+        if gpu_count < 2 or fingerprint is None:
             return None
+        gpus = _json(gpu_list)
         groups = self.groups(node, fingerprint)
         if not groups:
             return None

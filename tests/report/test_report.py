@@ -8,8 +8,8 @@ import pytest
 from tests.conftest import wirewise, wirewise_json
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-NCCL_LINE = "nvlink-all-to-all packed 8 GPUs [nccl-tests]"
-CPU_LINE = "nvlink-groups 2 CPU ranks"
+NCCL_LINE = "packed 8 GPUs [nccl-tests]"  # in the nvlink-all-to-all panel
+CPU_LINE = "2 CPU ranks"  # in the nvlink-groups panel
 
 
 def report(url: str, out, *args: str) -> dict:
@@ -28,6 +28,8 @@ def test_gpu_results_alone_make_the_bandwidth_figures(report_db, tmp_path):
     written = report(report_db, tmp_path / "out")
     figures = by_name(written)
     assert set(figures) == {"busbw-by-size-all_reduce", "busbw-by-gpus-all_reduce"}
+    [panel] = figures["busbw-by-size-all_reduce"]["panels"]
+    assert panel["title"] == "nvlink-all-to-all"
     by_size = series(figures["busbw-by-size-all_reduce"])
     assert list(by_size) == [NCCL_LINE]
     line = by_size[NCCL_LINE]
@@ -47,7 +49,9 @@ def test_cpu_runs_on_request_with_transport_and_strategy_figures(report_db, tmp_
     assert set(figures) == {f"busbw-by-size-{op}" for op in ("all_reduce", "all_gather", "reduce_scatter")} | {
         f"busbw-by-gpus-{op}" for op in ("all_reduce", "all_gather", "reduce_scatter")} | {
         f"nvlink-vs-pcie-{op}" for op in ("all_reduce", "all_gather", "reduce_scatter")} | {"strategies-tiny-mistral"}
-    assert set(series(figures["busbw-by-size-all_reduce"])) == {NCCL_LINE, CPU_LINE, f"{CPU_LINE} pcie"}
+    by_size = figures["busbw-by-size-all_reduce"]
+    assert [panel["title"] for panel in by_size["panels"]] == ["nvlink-all-to-all", "nvlink-groups"]
+    assert (set(series(by_size, 0)), set(series(by_size, 1))) == ({NCCL_LINE}, {CPU_LINE, f"{CPU_LINE} pcie"})
     transports = series(figures["nvlink-vs-pcie-all_gather"])
     assert set(transports) == {f"NVLink (default) {CPU_LINE}", f"PCIe (forced) {CPU_LINE}"}
     assert all(s["x"] == [1024, 4096, 16384] and all(y > 0 for y in s["y"]) for s in transports.values())
@@ -71,7 +75,7 @@ def test_the_page_embeds_every_figure_and_the_wiring(report_db, tmp_path):
 def test_imported_results_are_marked_on_the_page(report_db, tmp_path):
     report(report_db, tmp_path / "out", "--source", "nccl-tests")
     page = (tmp_path / "out" / "index.html").read_text()
-    assert '<th class="imported">nvlink-all-to-all packed 8 GPUs [nccl-tests]</th>' in page
+    assert '<th class="imported">packed 8 GPUs [nccl-tests]</th>' in page
     assert "20 imported from nccl-tests" not in page and "80 results (80 imported from nccl-tests" in page
 
 
