@@ -1,8 +1,9 @@
-"""indexes for the results queries: fabric and case, node and time, start time, source
+"""indexes for the results queries: fabric and case, node and start time, start time, campaign and case, source
 
 `wirewise results --fabric F --op O --bytes S` and the report's figures read one fabric's
-case; `doctor` reads a node's latest results; `--since` reads by start time; `--source`
-splits imported nccl-tests rows from wirewise's own.
+case; `--node N --since DATE` and `doctor` read a node's results by start time; `--since`
+alone reads by start time; `--campaign C --workload train --model M` reads one campaign's
+runs of a model; `--source` splits imported nccl-tests rows from wirewise's own.
 
 Revision ID: 0003
 Revises: 0004
@@ -18,8 +19,9 @@ depends_on = None
 
 INDEXES = {
     "ix_results_fabric_case": ["fabric", "op", "bytes"],
-    "ix_results_node_ended": ["node", "ended_at"],
+    "ix_results_node_started": ["node", "started_at"],
     "ix_results_started_at": ["started_at"],
+    "ix_results_campaign_case": ["campaign", "workload", "model"],
     "ix_results_source": ["source"],
 }
 

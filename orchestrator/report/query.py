@@ -27,6 +27,7 @@ WORKLOADS = ("collective", "train")
 SOURCES = ("wirewise", "nccl-tests")
 STATUSES = ("ok", "oom", "failed", "timeout", "cancelled")
 
+
 def _raw(column):
     """The column as the driver returns it, without SQLAlchemy's per-row conversion (JSON text
     decoded, SQLite's datetime text parsed): most rows never need it, and on a million rows
@@ -44,10 +45,11 @@ def _json(value):
 _COLUMNS = (
     ResultRow.id, ResultRow.workload, ResultRow.source, ResultRow.status, ResultRow.campaign, ResultRow.node,
     ResultRow.fingerprint, ResultRow.fabric, _raw(ResultRow.gpus).label("gpu_list"), ResultRow.gpu_count,
-    ResultRow.world_size, _raw(ResultRow.started_at).label("started_at"), ResultRow.task_id, ResultRow.op, ResultRow.bytes, ResultRow.dtype, ResultRow.in_place,
-    ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs, ResultRow.model, ResultRow.strategy,
-    ResultRow.tokens_per_s, ResultRow.step_time_s, ResultRow.samples_per_s, _raw(ResultRow.peak_mem_bytes).label("peak_mem_bytes"),
-    ResultRow.mfu,
+    ResultRow.world_size, _raw(ResultRow.started_at).label("started_at"), ResultRow.task_id,
+    ResultRow.op, ResultRow.bytes, ResultRow.dtype, ResultRow.in_place,
+    ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs,
+    ResultRow.model, ResultRow.strategy, ResultRow.tokens_per_s, ResultRow.step_time_s, ResultRow.samples_per_s,
+    _raw(ResultRow.peak_mem_bytes).label("peak_mem_bytes"), ResultRow.mfu,
     ResultRow.params["transport"].as_string().label("transport"),
     ResultRow.params["placement"].as_string().label("recorded_placement"),
 )
@@ -149,13 +151,20 @@ def _short(value: str) -> str:
     return value[:16] if len(value) == 64 else value
 
 
-def fingerprints_starting(store: Store, prefix: str) -> set[str]:
-    """Stored fingerprints that start with `prefix` (hex: a range query the indexes serve)."""
+def fingerprints_starting(store: Store, prefix: str, most: int = 8) -> set[str]:
+    """Up to `most` stored fingerprints that start with `prefix`: on each table, index seeks
+    from one distinct value to the next (a DISTINCT would walk every row of the wiring)."""
     found: set[str] = set()
+    upper = prefix + "\uffff"
     with store.session() as session:
         for column in (TopologyRow.fingerprint, ResultRow.fingerprint):
-            query = select(column).where(column >= prefix, column < prefix + "\uffff").distinct().limit(8)
-            found |= set(session.scalars(query))
+            after = None
+            while len(found) < most:
+                floor = column > after if after is not None else column >= prefix
+                after = session.scalar(select(func.min(column)).where(floor, column < upper))
+                if after is None:
+                    break
+                found.add(after)
     return found
 
 

@@ -13,7 +13,7 @@ import io
 import pytest
 
 from tests.conftest import wirewise, wirewise_json
-from tests.report.conftest import H100_TOPO
+from tests.report.conftest import H100_TOPO, import_log
 
 
 def results(url: str, *args: str) -> list[dict]:
@@ -104,3 +104,13 @@ def test_bad_input_is_one_line_and_exit_2(report_db, args, message):
     proc = wirewise("results", *args, "--db", report_db)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(f"wirewise: error: {message}") and proc.stderr.count("\n") == 1
+
+
+def test_postgresql_gives_the_same_aggregates(report_db, pg_url, tmp_path):
+    """JSON and time columns come back decoded by psycopg but as text from SQLite: one answer."""
+    for node, factor in (("h100-a", 1.0), ("h100-b", 0.99)):
+        import_log(tmp_path, pg_url, node, factor)
+    query = ("--source", "nccl-tests", "--placement", "packed", "--group-by", "node,bytes,in_place")
+    on_pg = results(pg_url, *query)
+    assert len(on_pg) == 40  # 2 nodes x 10 sizes x out of place, in place
+    assert on_pg == [row for row in results(report_db, *query) if row["node"] in ("h100-a", "h100-b")]
