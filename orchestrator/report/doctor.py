@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -52,7 +52,7 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
     nodes = _nodes(store, node, live_node if live else None)
     findings: list[Finding] = []
     notes: list[str] = []
-    history = facts(store, Filters(workload="collective", status="ok", include_cpu=include_cpu))
+    history = _history(store, node, include_cpu)
     for name in nodes:
         findings += busbw_findings(name, history, notes)
     if live is not None and live_node in nodes:
@@ -72,6 +72,17 @@ def _nodes(store: Store, node: str | None, live_node: str | None) -> list[str]:
 
 
 # -- drift against the fingerprint's history --------------------------------------------
+def _history(store: Store, node: str | None, include_cpu: bool) -> list[dict[str, Any]]:
+    """The ok collective results a check needs: for one node, those of the wirings it ran on
+    (not the whole database); for every node, all of them."""
+    base = Filters(workload="collective", status="ok", include_cpu=include_cpu)
+    if node is None:
+        return facts(store, base)
+    wirings = {f["fingerprint"] for f in facts(store, replace(base, node=node)) if f["fingerprint"]}
+    return [f for fingerprint in sorted(wirings) for f in facts(store, replace(base, fingerprint=fingerprint))]
+
+
+
 def busbw_findings(node: str, history: list[dict[str, Any]], notes: list[str]) -> list[Finding]:
     """The node's latest result per case against the other results of its wiring; one finding
     per (op, GPUs, transport) with every size that fell out of range."""
