@@ -49,6 +49,17 @@ def console():
     return Console()
 
 
+def print_tables(tables) -> None:
+    """Rich tables on stdout; piped to a file or another program, as wide as they need (rich
+    would cut cells at 80 columns there), on a terminal its width."""
+    out = console()
+    for table in tables:
+        if not out.is_terminal:
+            out.width = 10_000  # measure unconstrained, then print at the table's own width
+            out.width = max(80, out.measure(table).maximum)
+        out.print(table)
+
+
 def err_console():
     from rich.console import Console
 

@@ -127,6 +127,12 @@ class ResultRow(Base):
     __table_args__ = (
         Index("ix_results_collective", "fingerprint", "op", "bytes"),
         Index("ix_results_train", "fingerprint", "model", "strategy", "gpu_count"),
+        # `wirewise results` / `report` / `doctor` filters (db/versions/0003)
+        Index("ix_results_fabric_case", "fabric", "op", "bytes"),
+        Index("ix_results_node_started", "node", "started_at"),
+        Index("ix_results_started_at", "started_at"),
+        Index("ix_results_campaign_case", "campaign", "workload", "model"),
+        Index("ix_results_source", "source"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -67,7 +67,7 @@ def _node_details(topo: Topology) -> dict[str, Any]:
     return {**topo.details, **fields}
 
 
-def _groups(details: dict[str, Any], topology: TopologyRow) -> list[list[int]] | None:
+def node_groups(details: dict[str, Any], topology: TopologyRow) -> list[list[int]] | None:
     """NVLink groups in the node's own GPU numbering (rows stored before nodes kept their
     matrix: the first node's, from the wiring)."""
     if "links" not in details:
@@ -91,7 +91,7 @@ def list_topologies(store: Store) -> list[dict[str, Any]]:
                 "switched": topology.switched,
                 "gpus": topology.gpu_count,
                 "gpu_model": topology.gpu_model,
-                "groups": _groups(details, topology),
+                "groups": node_groups(details, topology),
                 "fingerprint": topology.fingerprint,
                 "first_seen": first_seen,
                 "last_seen": last_seen,

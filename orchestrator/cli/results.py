@@ -1,0 +1,173 @@
+"""`wirewise results`, `compare`, `report`, `doctor`: reading the stored results back.
+
+Top-level commands (registered without a group name). Parsing and printing only; the work is
+in wirewise.orchestrator.report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json, print_tables
+
+app = command_group("Read stored results back: query, compare, report, doctor.")
+
+Fabric = Annotated[str | None, typer.Option("--fabric", help="Fabric class or a unique prefix (nvlink-groups, pcie, ...).")]
+Fingerprint = Annotated[str | None, typer.Option("--fingerprint", help="Topology fingerprint or a unique prefix.")]
+Node = Annotated[str | None, typer.Option("--node", help="Node name.")]
+Since = Annotated[str | None, typer.Option("--since", help="Started at or after: 2026-11-30, 2026-11-30T12:00, or an age: 7d, 12h.")]
+Campaigns = Annotated[list[str] | None, typer.Option("--campaign", help="Campaign name (repeat for several).")]
+Source = Annotated[str | None, typer.Option("--source", help="wirewise or nccl-tests.")]
+IncludeCpu = Annotated[bool, typer.Option("--include-cpu", help="Include CPU-rank (gloo) runs, which measure the host, not the fabric.")]
+
+
+@app.command()
+def results(
+    fabric: Fabric = None,
+    fingerprint: Fingerprint = None,
+    node: Node = None,
+    workload: Annotated[str | None, typer.Option("--workload", help="collective or train.")] = None,
+    op: Annotated[str | None, typer.Option("--op", help="Collective op, e.g. all_reduce.")] = None,
+    size: Annotated[str | None, typer.Option("--bytes", metavar="SIZE", help="Message size: 1G, 64M, 4096.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="ddp, zero1, zero2, zero3, fsdp.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPU count (ranks, for CPU runs).")] = None,
+    placement: Annotated[str | None, typer.Option("--placement", help="packed (one NVLink group) or spread (across groups).")] = None,
+    transport: Annotated[str | None, typer.Option("--transport", help="default or pcie.")] = None,
+    source: Source = None,
+    status: Annotated[str | None, typer.Option("--status", help="ok, oom, failed, timeout, cancelled.")] = None,
+    since: Since = None,
+    campaign: Campaigns = None,
+    group_by: Annotated[str | None, typer.Option("--group-by", metavar="FIELDS", help="Comma-separated fields to aggregate by (default: the case).")] = None,
+    include_cpu: IncludeCpu = False,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV (the same columns as --json).")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Stored results that match, aggregated over repeats: median, min, max, count and spread."""
+    from wirewise.orchestrator.report.aggregate import aggregate, parse_group_by
+    from wirewise.orchestrator.report.query import facts, parse_filters, resolve
+    from wirewise.orchestrator.store import Store
+
+    filters = parse_filters(
+        fabric=fabric, fingerprint=fingerprint, node=node, workload=workload, op=op, bytes=size, model=model,
+        strategy=strategy, gpus=gpus, placement=placement, transport=transport, source=source, status=status,
+        since=since, campaigns=campaign, include_cpu=include_cpu,
+    )
+    fields = parse_group_by(group_by)
+    store = Store(db)
+    rows = aggregate(facts(store, resolve(store, filters)), fields)
+    if json:
+        print_json(rows)
+    elif csv:
+        _print_csv(rows)
+    else:
+        from wirewise.orchestrator.report.tables import results_tables
+
+        print_tables(results_tables(rows))
+        if not rows:
+            typer.echo("no results match")
+
+
+def _print_csv(rows) -> None:
+    import csv as csv_module
+    import sys
+
+    from wirewise.orchestrator.report.aggregate import columns
+
+    writer = csv_module.DictWriter(sys.stdout, fieldnames=columns(rows), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+@app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="campaign:NAME, node:NAME, fingerprint:PREFIX, fabric:PREFIX, or a name only one of them has.", show_default=False)],
+    b: Annotated[str, typer.Argument(help="The other side, the same way.", show_default=False)],
+    workload: Annotated[str | None, typer.Option("--workload", help="collective or train.")] = None,
+    op: Annotated[str | None, typer.Option("--op", help="Collective op, e.g. all_reduce.")] = None,
+    source: Source = None,
+    since: Since = None,
+    include_cpu: IncludeCpu = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Two campaigns, nodes, fingerprints or fabrics side by side: the ratio for every case both
+    have, marked when it lies inside the spread of the repeats; cases on one side only listed."""
+    from wirewise.orchestrator.report.compare import compare as compare_sides
+    from wirewise.orchestrator.report.compare import parse_side
+    from wirewise.orchestrator.report.query import parse_filters
+    from wirewise.orchestrator.store import Store
+
+    base = parse_filters(workload=workload, op=op, source=source, since=since, include_cpu=include_cpu)
+    store = Store(db)
+    result = compare_sides(store, parse_side(store, a), parse_side(store, b), base)
+    if json:
+        print_json(result)
+        return
+    from wirewise.orchestrator.report.tables import compare_tables
+
+    print_tables(compare_tables(result))
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the PNG figures and index.html (created if missing).", show_default=False)],
+    campaign: Campaigns = None,
+    fabric: Fabric = None,
+    fingerprint: Fingerprint = None,
+    node: Node = None,
+    source: Source = None,
+    since: Since = None,
+    include_cpu: IncludeCpu = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """The article's figures (busbw by size and by GPU count, NVLink against PCIe, the strategy
+    dial per wire) as PNG files and one self-contained HTML page with their tables and wiring."""
+    from wirewise.orchestrator.report.page import write_report
+    from wirewise.orchestrator.report.query import parse_filters
+    from wirewise.orchestrator.store import Store
+
+    filters = parse_filters(campaigns=campaign, fabric=fabric, fingerprint=fingerprint, node=node, source=source,
+                            since=since, include_cpu=include_cpu)
+    written = write_report(Store(db), filters, out)
+    if json:
+        print_json(written)
+        return
+    for figure in written["figures"]:
+        typer.echo(f"{figure['file']}: {figure['title']}")
+    typer.echo(f"{written['index']}: {len(written['figures'])} figures from {written['results']} results, "
+               f"wiring of {len(written['nodes'])} node(s)")
+
+
+@app.command()
+def doctor(
+    node: Annotated[str | None, typer.Option("--node", help="The node to check (default: every node with results, and this one).")] = None,
+    include_cpu: IncludeCpu = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Flag drift: busbw below its wiring's usual range, and on this node (NVML) inactive NVLinks,
+    PCIe below its maximum generation or width, a wiring that no longer matches the stored one.
+    Exits 1 when it flags something, 0 when healthy (for cron or a Slurm health check)."""
+    from wirewise.orchestrator.report.doctor import doctor as check
+    from wirewise.orchestrator.store import Store
+    from wirewise.topology.probe import probe_node, short_hostname
+
+    found = check(Store(db), node, include_cpu, live=probe_node, live_node=short_hostname())
+    if json:
+        print_json(found)
+    else:
+        from wirewise.orchestrator.report.tables import doctor_table
+
+        if found["healthy"]:
+            typer.echo(f"healthy: {', '.join(found['nodes']) or 'no nodes with results'}")
+        else:
+            print_tables([doctor_table(found)])
+        for note in found["notes"]:
+            typer.echo(f"note: {note}")
+    raise typer.Exit(0 if found["healthy"] else 1)

@@ -1,0 +1,135 @@
+"""Aggregated rows (report.aggregate) as rich tables for people: one table per workload, the
+key fields, then each metric as 'median [min-max] ±spread'. User strings are not markup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wirewise.orchestrator.report.aggregate import GROUP_FIELDS, METRICS
+from wirewise.workloads.collective import human_bytes
+
+_SHOWN = {  # metric -> (heading, formatter of one value)
+    "busbw_gbs": ("busbw GB/s", lambda v: _bandwidth(v)),
+    "algbw_gbs": ("algbw GB/s", lambda v: _bandwidth(v)),
+    "time_us": ("time us", lambda v: f"{v:.1f}"),
+    "tokens_per_s": ("tokens/s", lambda v: f"{v:,.0f}"),
+    "step_time_s": ("step ms", lambda v: f"{v * 1000:.1f}"),
+    "peak_mem_bytes": ("peak GiB", lambda v: f"{v / 2**30:.2f}"),
+    "mfu": ("MFU", lambda v: f"{v:.1%}"),
+}
+
+
+def _bandwidth(gbs: float) -> str:
+    """Two decimals as nccl-tests prints, three digits below 1 GB/s (CPU ranks, small sizes)."""
+    return f"{gbs:.2f}" if gbs >= 1 else f"{gbs:.3g}"
+
+
+def results_tables(rows: list[dict[str, Any]]) -> list:
+    """One table per workload; a key field with one value in every row goes into the title."""
+    from rich.table import Table
+
+    tables = []
+    for workload in dict.fromkeys(row["workload"] for row in rows):
+        mine = [row for row in rows if row["workload"] == workload]
+        keys = [name for name in GROUP_FIELDS if any(name in row for row in mine)]
+        same = [name for name in keys if len({row.get(name) for row in mine}) == 1]
+        varying = [name for name in keys if name not in same]
+        metrics = [m for m in METRICS[workload] if m in _SHOWN]
+        common = ", ".join(f"{name} {cell_text(name, mine[0].get(name))}" for name in same)
+        table = Table(title=f"{workload}: {sum(r['count'] for r in mine)} runs" + (f"; {common}" if common else ""))
+        for name in [*varying, "status", "n"]:
+            table.add_column(name, justify="right" if name in ("bytes", "gpus", "n") else "left")
+        for metric in metrics:
+            table.add_column(_SHOWN[metric][0], justify="right")
+        for row in mine:
+            cells = [cell_text(name, row.get(name)) for name in varying] + [row["status"], str(row["count"])]
+            table.add_row(*cells, *(metric_text(row, m) for m in metrics))
+        tables.append(table)
+    return tables
+
+
+def cell_text(name: str, value: Any) -> str:
+    """A key field as text: sizes in K/M/G, fingerprints shortened, absent values '-'."""
+    from rich.markup import escape
+
+    if value is None:
+        return "-"
+    if name == "bytes":
+        return human_bytes(value)
+    if name == "fingerprint":
+        return value[:12]
+    if name == "in_place":
+        return "in" if value else "out"
+    return escape(str(value))
+
+
+def metric_text(row: dict[str, Any], metric: str) -> str:
+    """'median [min-max] ±spread%', or '-' where the row has no figure (not ok, or not measured)."""
+    if f"{metric}_median" not in row:
+        return "-"
+    fmt = _SHOWN[metric][1]
+    text = fmt(row[f"{metric}_median"])
+    if row[f"{metric}_count"] > 1:
+        spread = row[f"{metric}_spread"]
+        text += f" [{fmt(row[f'{metric}_min'])}-{fmt(row[f'{metric}_max'])}]"
+        text += f" ±{spread / 2:.0%}" if spread is not None else ""
+    return text
+
+
+def compare_tables(result: dict[str, Any]) -> list:
+    """compare's dict (report.compare) as tables: the matching cases, then each side's own."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    a, b = escape(result["a"]), escape(result["b"])
+    tables = []
+    for workload in dict.fromkeys(row["workload"] for row in result["cases"]):
+        rows = [row for row in result["cases"] if row["workload"] == workload]
+        fields = [name for name in GROUP_FIELDS if name in rows[0]]
+        metric = rows[0]["metric"]
+        table = Table(title=f"{workload}: {_SHOWN[metric][0]}, A = {a}, B = {b}")
+        for name in [*fields, "A", "B", "A/B", "verdict"]:
+            table.add_column(name, justify="left" if name in ("verdict", "op", "model", "strategy", "source") else "right")
+        for row in rows:
+            sides = [_side_text(row[side], row[f"{side}_not_ok"], metric) for side in ("a", "b")]
+            ratio = f"{row['ratio']:.3f}" if row["ratio"] is not None else "-"
+            table.add_row(*(cell_text(name, row[name]) for name in fields), *sides, ratio, _verdict_text(row))
+        tables.append(table)
+    for side, label in (("only_a", a), ("only_b", b)):
+        if result[side]:
+            table = Table(title=f"only in {label}: {len(result[side])} cases")
+            fields = [name for name in GROUP_FIELDS if any(name in row for row in result[side])]
+            for name in ["workload", *fields]:
+                table.add_column(name)
+            for row in result[side]:
+                table.add_row(row["workload"], *(cell_text(name, row.get(name)) for name in fields))
+            tables.append(table)
+    return tables
+
+
+def _side_text(stats: dict[str, Any] | None, not_ok: dict[str, int], metric: str) -> str:
+    fmt = _SHOWN[metric][1]
+    text = "-" if stats is None else fmt(stats["median"]) + (f" [{fmt(stats['min'])}-{fmt(stats['max'])}]" if stats["count"] > 1 else "")
+    failures = ", ".join(f"{count} {status}" for status, count in not_ok.items())
+    return f"{text} ({failures})" if failures else text
+
+
+def _verdict_text(row: dict[str, Any]) -> str:
+    if row["ratio"] is None:
+        return "no ok runs on a side"
+    change = f"{row['pdiff']:+.1%}"
+    if row["within_noise"] is None:
+        return f"{change} (one run: noise unknown)"
+    return f"{change} within noise" if row["within_noise"] else f"{change} beyond noise"
+
+
+def doctor_table(found: dict[str, Any]):
+    """doctor's findings (it has some): node, check, evidence, what to check."""
+    from rich.table import Table
+
+    table = Table(title=f"{len(found['findings'])} finding(s) on {', '.join(found['nodes'])}")
+    for name in ("node", "check", "evidence", "what to check"):
+        table.add_column(name, overflow="fold", max_width=70)
+    for f in found["findings"]:
+        table.add_row(f["node"], f["check"], f["evidence"], f["advice"])
+    return table

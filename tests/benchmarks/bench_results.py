@@ -1,0 +1,172 @@
+"""`wirewise results` over 1,000,000 stored results and `wirewise report` over 100,000, as whole
+processes on the SQLite default (targets: 300 ms per filtered query, 10 s per report).
+
+The rows are synthetic but shaped like a cluster's history: 16 nodes on four wirings (the
+fixture topologies, stored as `topo save` stores them), collective sweeps (3 ops, 1 MiB..16 GiB,
+2/4/8 GPUs, packed/spread, 10% forced PCIe, 10% imported from nccl-tests) and training runs
+(3 models x 5 strategies), 20 campaigns over 90 days, 2% timeouts and failures. The database
+files are kept in $TMPDIR between runs (built again when the schema changes).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WIREWISE = str(Path(sys.executable).with_name("wirewise"))
+TOPO = ROOT / "tests" / "fixtures" / "topo"
+WIRINGS = {  # file -> (nodes, large-message all_reduce busbw in GB/s, roughly the article's)
+    "synthetic-h200-sxm-8gpu-nvswitch.txt": (range(0, 4), 460.0),
+    "synthetic-h200-nvl-8gpu-two-quads.txt": (range(4, 8), 320.0),
+    "rtx4090-8gpu-pcie-sys-2nic.txt": (range(8, 12), 28.0),
+    "v100-dgx1-8gpu-hybrid-cube-mesh-ib-old-legend.txt": (range(12, 16), 130.0),
+}
+OPS = ("all_reduce", "all_gather", "reduce_scatter")
+MODELS = ("mistral-7b", "mistral-1b", "dinov2-large")
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
+QUERY_TARGET_S, REPORT_TARGET_S = 0.3, 10.0
+QUERIES = [
+    ("--fabric", "nvlink-groups", "--op", "all_reduce", "--bytes", "1G", "--gpus", "4"),
+    ("--fabric", "nvlink-all", "--op", "all_gather", "--placement", "packed", "--transport", "default"),
+    ("--node", "n05", "--since", "2026-11-24", "--workload", "collective"),
+    ("--campaign", "c07", "--workload", "train", "--model", "mistral-7b"),
+    ("--fingerprint", "<nvl>", "--op", "reduce_scatter", "--bytes", "256M", "--source", "nccl-tests"),
+]
+
+
+def build(path: Path, rows: int) -> dict[str, str]:
+    """A database of `rows` results at `path` (kept when it already holds them); returns the
+    fingerprint of each wiring file."""
+    from sqlalchemy import func, select
+
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.topology import save_topology
+    from wirewise.topology import topology_from_text
+
+    store = Store(f"sqlite:///{path}")
+    wirings = {name: topology_from_text((TOPO / name).read_text(), name) for name in WIRINGS}
+    with store.session() as session:
+        stored = session.scalar(select(func.count()).select_from(ResultRow))
+    if stored == rows:
+        return {name: topo.fingerprint for name, topo in wirings.items()}
+    started = time.perf_counter()
+    for name, topo in wirings.items():
+        for n in WIRINGS[name][0]:
+            save_topology(store, topo, f"n{n:02d}")
+    rng = random.Random(0)
+    empty = {column.name: None for column in ResultRow.__table__.columns if column.name != "id"}
+    batch = 20_000
+    for first in range(0, rows, batch):
+        values = [{**empty, **_row(rng, first + i, wirings)} for i in range(min(batch, rows - first))]
+        with store.session() as session:
+            session.execute(ResultRow.__table__.insert(), values)
+    print(f"  built {path.name}: {rows:,} rows in {time.perf_counter() - started:.0f} s", flush=True)
+    return {name: topo.fingerprint for name, topo in wirings.items()}
+
+
+def _row(rng: random.Random, i: int, wirings) -> dict:
+    name = rng.choice(list(WIRINGS))
+    nodes, peak = WIRINGS[name]
+    topo = wirings[name]
+    node = f"n{rng.choice(nodes):02d}"
+    gpus = rng.choice((2, 4, 8))
+    placement = rng.choice(("packed", "spread"))
+    transport = "pcie" if rng.random() < 0.1 else "default"
+    status = rng.choices(("ok", "timeout", "failed"), (98, 1, 1))[0]
+    when = datetime(2026, 12, 1, tzinfo=timezone.utc) - timedelta(minutes=rng.randrange(90 * 24 * 60))
+    row = dict(
+        record_id=f"bench-{i}", task_id=f"t{i // 60}", campaign=f"c{rng.randrange(20):02d}", node=node,
+        gpus=list(range(gpus)), gpu_count=gpus, fingerprint=topo.fingerprint, fabric=topo.fabric, status=status,
+        error=None if status == "ok" else status, started_at=when, ended_at=when + timedelta(seconds=30),
+        versions={"nccl": "2.28.9"}, env={}, params={"transport": transport, "placement": placement}, extra={},
+        world_size=gpus, source="wirewise",
+    )
+    if rng.random() < 0.9:
+        size = 2 ** rng.randrange(20, 35)
+        bandwidth = peak * (1 - math.exp(-size / 2**27)) * rng.uniform(0.95, 1.05) * (0.1 if transport == "pcie" else 1)
+        row.update(workload="collective", op=rng.choice(OPS), bytes=size, count=size // 4, dtype="float32",
+                   in_place=False, busbw_gbs=bandwidth, algbw_gbs=bandwidth / 1.75, time_us=size / bandwidth / 1e3,
+                   source="nccl-tests" if rng.random() < 0.1 else "wirewise")
+    else:
+        tokens = rng.uniform(20_000, 100_000)
+        row.update(workload="train", model=rng.choice(MODELS), strategy=rng.choice(STRATEGIES), micro_batch=4,
+                   seq_len=2048, tokens_per_s=tokens, samples_per_s=tokens / 2048, step_time_s=4 * 2048 * gpus / tokens,
+                   peak_mem_bytes=[rng.randrange(20, 90) * 2**30] * gpus, mfu=rng.uniform(0.2, 0.5))
+    return row
+
+
+def timed(args: list[str], runs: int) -> tuple[list[float], list[float]]:
+    """Wall seconds and CPU seconds (user + system) of each run. On a machine shared with other
+    work the wall time includes waiting for a core; the CPU time is what the command costs."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run([WIREWISE, *args], capture_output=True, check=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return walls, cpus
+
+
+def in_process(path: Path, args: list[str]) -> float:
+    """Median seconds of the query and aggregation alone (no process start, imports, output)."""
+    from wirewise.orchestrator.report.aggregate import aggregate
+    from wirewise.orchestrator.report.query import facts, parse_filters, resolve
+    from wirewise.orchestrator.store import Store
+
+    names = {"--campaign": "campaigns", "--bytes": "bytes"}
+    options = {names.get(flag, flag[2:]): value for flag, value in zip(args[::2], args[1::2])}
+    options = {k: ([v] if k == "campaigns" else int(v) if k == "gpus" else v) for k, v in options.items()}
+    store = Store(f"sqlite:///{path}")
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        aggregate(facts(store, resolve(store, parse_filters(**options))))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    folder = Path(os.environ.get("TMPDIR", tempfile.gettempdir()))
+    big, small = folder / "wirewise-bench-results-1m.db", folder / "wirewise-bench-results-100k.db"
+    fingerprints = build(big, 1_000_000)
+    build(small, 100_000)
+    print(f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    missed = False
+    for query in QUERIES:
+        args = [a.replace("<nvl>", fingerprints["synthetic-h200-nvl-8gpu-two-quads.txt"][:8]) for a in query]
+        out = subprocess.run([WIREWISE, "results", *args, "--json", "--db", f"sqlite:///{big}"], capture_output=True, text=True, check=True)
+        groups = out.stdout.count('"workload"')
+        times, cpu = timed(["results", *args, "--json", "--db", f"sqlite:///{big}"], 5)
+        inside = in_process(big, args)
+        median = statistics.median(times)
+        missed |= median > QUERY_TARGET_S
+        print(f"wirewise results {' '.join(args)}: median {median * 1000:.0f} ms over 5 runs "
+              f"(min {min(times) * 1000:.0f}; CPU {statistics.median(cpu) * 1000:.0f} ms; query and aggregation alone "
+              f"{inside * 1000:.0f} ms), {groups} groups, 1,000,000 rows; "
+              f"target {QUERY_TARGET_S * 1000:.0f} ms: {'ok' if median <= QUERY_TARGET_S else 'MISSED'}", flush=True)
+    with tempfile.TemporaryDirectory() as out:
+        times, cpu = timed(["report", "--out", out, "--db", f"sqlite:///{small}"], 3)
+        figures = len(list(Path(out).glob("*.png")))
+    median = statistics.median(times)
+    missed |= median > REPORT_TARGET_S
+    print(f"wirewise report over 100,000 rows: median {median:.1f} s over 3 runs (min {min(times):.1f}; "
+          f"CPU {statistics.median(cpu):.1f} s), {figures} figures; "
+          f"target {REPORT_TARGET_S:.0f} s: {'ok' if median <= REPORT_TARGET_S else 'MISSED'}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""One results database for the report tests, built once per session from real runs, copied
+per test (a test may add to its copy).
+
+What it holds:
+- CPU runs (gloo, 2 ranks, fingerprinted with the synthetic H200 NVL wiring): collectives
+  1K..16K twice in campaign camp-a and twice in camp-b (campaign set on the run's result
+  file before the real ingest, as a campaign task's spec sets it), one run with
+  --transport pcie, one run stopped by its timeout; tiny-mistral training with ddp and fsdp.
+- The H100 nccl-tests log imported for four nodes h100-a..d of the same wiring, each copy's
+  numbers scaled as by run-to-run noise: x1.00, x0.99, x1.01, x1.005 (NOISE).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, wirewise
+
+NVL = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
+H100_TOPO = FIXTURES / "topo" / "h100-sxm-8gpu-nvswitch-12nic-numaoff.txt"
+H100_LOG = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+NOISE = {"h100-a": 1.0, "h100-b": 0.99, "h100-c": 1.01, "h100-d": 1.005}
+CPU_SWEEP = ("--backend", "gloo", "--nproc", "2", "-b", "1K", "-e", "16K", "-f", "4", "--iters", "3", "--warmup", "1")
+
+
+def node_log(node: str, factor: float, source: Path = H100_LOG) -> str:
+    """The H100 log as if run on `node` with bandwidths x factor (times / factor)."""
+    lines = []
+    for line in source.read_text().replace("on cnode3-002", f"on {node}").splitlines():
+        fields = line.split()
+        if len(fields) == 13 and fields[0].isdigit():
+            for time_at, bw_at in ((5, (6, 7)), (9, (10, 11))):
+                fields[time_at] = f"{float(fields[time_at]) / factor:.2f}"
+                for k in bw_at:
+                    fields[k] = f"{float(fields[k]) * factor:.2f}"
+            line = "  ".join(fields)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def import_log(folder: Path, url: str, node: str, factor: float) -> None:
+    log = folder / f"{node}-{factor}-all_reduce.txt"
+    log.write_text(node_log(node, factor))
+    wirewise("import", "nccl-tests", str(log), "--topology-file", str(H100_TOPO), "--db", url, check=True)
+
+
+def _campaign_run(folder: Path, url: str, campaign: str, repeat: int) -> None:
+    """A CPU sweep run into a scratch database; its result file, tagged with the campaign,
+    then goes through the real ingest into `url`."""
+    from wirewise.orchestrator.record.ingest import ingest_result_file
+    from wirewise.orchestrator.store import Store
+
+    runs = folder / f"runs-{campaign}-{repeat}"
+    scratch = f"sqlite:///{folder / 'scratch.db'}"
+    wirewise("bench", "collectives", *CPU_SWEEP, "--topology-file", str(NVL), "--db", scratch,
+             env={"WIREWISE_RUNS": str(runs)}, check=True)
+    [result] = runs.rglob("result.json")
+    doc = json.loads(result.read_text())
+    for record in doc["records"]:
+        record["campaign"] = campaign
+    result.write_text(json.dumps(doc))
+    ingest_result_file(Store(url), result)
+
+
+@pytest.fixture(scope="session")
+def report_template(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("report-db")
+    path = folder / "template.db"
+    url = f"sqlite:///{path}"
+    env = {"WIREWISE_RUNS": str(folder / "runs")}
+    for campaign in ("camp-a", "camp-b"):
+        for repeat in range(2):
+            _campaign_run(folder, url, campaign, repeat)
+    wirewise("bench", "collectives", *CPU_SWEEP, "--transport", "pcie", "--topology-file", str(NVL), "--db", url, env=env, check=True)
+    stopped = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "-b", "256M", "-e", "1G", "--ops", "all_reduce",
+                       "--timeout", "2", "--topology-file", str(NVL), "--db", url, env=env)
+    assert stopped.returncode == 1 and "timeout" in stopped.stderr, stopped.stderr
+    for strategy in ("ddp", "fsdp"):
+        wirewise("bench", "train", "--model", "tiny-mistral", "--strategy", strategy, "--nproc", "2", "--steps", "2",
+                 "--topology-file", str(NVL), "--db", url, env=env, check=True)
+    for node, factor in NOISE.items():
+        import_log(folder, url, node, factor)
+    return path
+
+
+@pytest.fixture
+def report_db(report_template: Path, tmp_path: Path) -> str:
+    """A copy of the session's database for one test: its URL."""
+    copy = tmp_path / "wirewise.db"
+    # SQLite's backup copies what the WAL holds too (a plain file copy could miss it).
+    with sqlite3.connect(report_template) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    return f"sqlite:///{copy}"

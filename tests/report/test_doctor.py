@@ -1,0 +1,104 @@
+"""`wirewise doctor` as a process.
+
+History: the H100 nccl-tests log imported for four nodes of one wiring (conftest.py). A slow
+result is planted by importing the log again for a node with its bandwidths halved.
+
+Live checks: no GPU exists here, so NVML is a fake module put first on PYTHONPATH
+(tests/report/fake_nvml/pynvml.py, one H200 NVL quad); the probe, the store and doctor's
+checks are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.conftest import ROOT, FIXTURES, wirewise
+from tests.report.conftest import import_log
+from wirewise.topology.probe import short_hostname
+
+FAKE_NVML = Path(__file__).with_name("fake_nvml")
+
+
+def doctor(url: str, *args: str, env: dict | None = None) -> tuple[int, dict]:
+    proc = wirewise("doctor", *args, "--json", "--db", url, env=env)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def fake_nvml(**config) -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join([str(FAKE_NVML), str(ROOT)]), "WIREWISE_FAKE_NVML": json.dumps(config)}
+
+
+def test_healthy_history_is_quiet(report_db):
+    for node in ("h100-a", "h100-b"):
+        code, found = doctor(report_db, "--node", node)
+        assert (code, found["healthy"], found["findings"], found["nodes"]) == (0, True, [], [node])
+
+
+def test_a_planted_slow_result_is_flagged_and_only_on_its_node(report_db, tmp_path):
+    import_log(tmp_path, report_db, "h100-a", 0.5)
+    code, found = doctor(report_db, "--node", "h100-a")
+    assert code == 1 and not found["healthy"]
+    [finding] = found["findings"]
+    assert (finding["node"], finding["check"]) == ("h100-a", "busbw-below-range")
+    # 1 GiB out of place: 469.67 x 0.5 against the others 464.97 469.67 472.02 474.37: median
+    # 470.845, MAD 2.35 (3 x 1.4826 x 2.35 = 10.5 < 5% of the median), floor 470.845 x 0.95
+    assert "all_reduce on 8 GPU(s), transport default" in finding["evidence"]
+    assert "1G: 235 GB/s vs usual 471 (floor 447, 4 results)" in finding["evidence"]
+    assert finding["evidence"].count("GB/s vs usual") == 20  # every size, in place and out of place
+    assert "wirewise bench collectives" in finding["advice"]
+    for healthy in ("h100-b", "h100-c"):  # the slow run does not move the others' range
+        assert doctor(report_db, "--node", healthy)[0] == 0
+    human = wirewise("doctor", "--node", "h100-a", "--db", report_db)
+    assert human.returncode == 1 and "busbw-below-range" in human.stdout
+
+
+def test_a_drop_inside_five_percent_is_not_flagged(report_db, tmp_path):
+    import_log(tmp_path, report_db, "h100-c", 0.97)
+    assert doctor(report_db, "--node", "h100-c")[0] == 0
+
+
+def test_too_little_history_is_said_not_judged(report_db, tmp_path):
+    import_log(tmp_path, report_db, "h100-b", 0.5)
+    code, found = doctor(report_db, "--node", "h100-b")  # still 4 others: judged
+    assert code == 1
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    import_log(tmp_path, fresh, "lonely", 1.0)
+    code, found = doctor(fresh, "--node", "lonely")
+    assert code == 0 and found["notes"] == ["lonely: 20 case(s) have fewer than 3 other results on their wiring: not judged"]
+
+
+def test_live_links_and_pcie_through_nvml(report_db):
+    host = short_hostname()
+    wirewise("topo", "save", "--db", report_db, env=fake_nvml(), check=True)  # this node's wiring, healthy
+    code, found = doctor(report_db, "--node", host, env=fake_nvml())
+    assert (code, found["findings"]) == (0, [])
+    code, found = doctor(report_db, "--node", host, env=fake_nvml(inactive={"1": [0, 1]}, pcie={"2": [4, 8]}))
+    assert code == 1
+    assert [(f["node"], f["check"]) for f in found["findings"]] == [(host, "nvlink-inactive"), (host, "pcie-degraded")]
+    links, pcie = (f["evidence"] for f in found["findings"])
+    assert links.startswith("GPU 1 (00000000:28:00.0): NVLink(s) 0, 1 inactive, 16 active")
+    assert pcie == "GPU 2 (00000000:38:00.0): PCIe gen 4 x8, maximum gen 5 x16"
+
+
+def test_live_wiring_that_no_longer_matches_the_stored_one(report_db):
+    host = short_hostname()
+    nvl8 = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
+    wirewise("topo", "save", "--from-file", str(nvl8), "--node", host, "--db", report_db, check=True)
+    code, found = doctor(report_db, "--node", host, env=fake_nvml())
+    [finding] = found["findings"]
+    assert code == 1 and finding["check"] == "wiring-changed"
+    assert finding["evidence"].startswith("live wiring nvlink-all-to-all ") and "(4 GPUs), stored nvlink-groups " in finding["evidence"]
+
+
+def test_without_nvml_the_live_checks_are_skipped_with_a_note(report_db):
+    code, found = doctor(report_db, "--node", short_hostname())
+    assert code == 0 and any("live checks skipped" in note for note in found["notes"])
+
+
+def test_an_unknown_node_exits_2(report_db):
+    proc = wirewise("doctor", "--node", "nowhere", "--db", report_db)
+    assert proc.returncode == 2
+    assert proc.stderr == "wirewise: error: --node 'nowhere': no results or wiring stored for that node (wirewise topo list shows the nodes)\n"

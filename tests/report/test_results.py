@@ -1,0 +1,116 @@
+"""`wirewise results` as a process over real runs and imported nccl-tests logs (conftest.py).
+
+Expected figures are derived by hand from the H100 log (tests/fixtures/nccl-tests) and the
+noise factors of the four nodes: at 1 GiB out of place the log says 469.67 GB/s, so the nodes
+hold 469.67 x (1, 0.99, 1.01, 1.005) = 469.67, 464.97, 474.37, 472.02.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from tests.conftest import wirewise, wirewise_json
+from tests.report.conftest import H100_TOPO, import_log
+
+
+def results(url: str, *args: str) -> list[dict]:
+    return wirewise_json("results", *args, "--db", url)
+
+
+def test_a_case_aggregates_its_runs_on_every_node(report_db):
+    rows = results(report_db, "--fabric", "nvlink-all", "--op", "all_reduce", "--bytes", "1G")
+    [out] = [row for row in rows if row["in_place"] is False]
+    assert (out["source"], out["gpus"], out["placement"], out["status"], out["count"]) == ("nccl-tests", 8, "packed", "ok", 4)
+    assert out["busbw_gbs_median"] == pytest.approx((469.67 + 472.02) / 2)
+    assert (out["busbw_gbs_min"], out["busbw_gbs_max"]) == (464.97, 474.37)
+    assert out["busbw_gbs_spread"] == pytest.approx((474.37 - 464.97) / 470.845)
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("--node", "h100-b", "--bytes", "16G"), {("nccl-tests", 16 * 2**30, 1)}),
+    (("--campaign", "camp-a", "--include-cpu"), {("wirewise", size, 2) for size in (1024, 4096, 16384)}),
+    (("--campaign", "camp-a", "--campaign", "camp-b", "--include-cpu", "--transport", "default"),
+     {("wirewise", size, 4) for size in (1024, 4096, 16384)}),
+    (("--transport", "pcie", "--include-cpu"), {("wirewise", size, 1) for size in (1024, 4096, 16384)}),
+    (("--source", "nccl-tests", "--since", "1d"), {("nccl-tests", 2**k, 4) for k in range(25, 35)}),
+    (("--placement", "packed", "--include-cpu", "--gpus", "8"), {("nccl-tests", 2**k, 4) for k in range(25, 35)}),
+    (("--campaign", "camp-a"), set()),  # CPU ranks only: left out unless --include-cpu
+    (("--since", "2099-01-01", "--include-cpu"), set()),
+])
+def test_filters_return_the_matching_rows(report_db, args, expected):
+    rows = results(report_db, *args)
+    assert {(row["source"], row["bytes"], row["count"]) for row in rows} == expected
+
+
+def test_fingerprint_prefix_and_node(report_db):
+    fingerprint = wirewise_json("topo", "show", "--from-file", str(H100_TOPO))["fingerprint"]
+    rows = results(report_db, "--fingerprint", fingerprint[:6], "--node", "h100-c", "--bytes", "16G")
+    assert sorted(row["busbw_gbs_median"] for row in rows) == [486.94, 487.09]  # 482.12, 482.27 x 1.01
+
+
+def test_training_rows_show_training_metrics(report_db):
+    rows = results(report_db, "--workload", "train", "--include-cpu")
+    assert {(row["model"], row["strategy"], row["gpus"], row["count"]) for row in rows} == {
+        ("tiny-mistral", "ddp", 2, 1), ("tiny-mistral", "fsdp", 2, 1)}
+    for row in rows:
+        assert row["tokens_per_s_median"] > 0 and row["step_time_s_median"] > 0 and row["peak_mem_bytes_median"] > 0
+        assert not any(key.startswith("busbw") for key in row)
+
+
+def test_a_timeout_is_its_own_row_without_figures(report_db):
+    [row] = results(report_db, "--status", "timeout", "--include-cpu")
+    assert (row["status"], row["count"], row["workload"]) == ("timeout", 1, "collective")
+    assert not any(key.endswith("_median") for key in row)
+    ok = results(report_db, "--include-cpu", "--op", "all_reduce", "--bytes", "1K", "--transport", "default")
+    assert {row["status"] for row in ok} == {"ok"}
+
+
+def test_group_by_node(report_db):
+    rows = results(report_db, "--source", "nccl-tests", "--bytes", "1G", "--group-by", "node")
+    assert {row["node"]: row["busbw_gbs_max"] for row in rows} == {
+        "h100-a": 470.05, "h100-b": 465.35, "h100-c": 474.75, "h100-d": 472.40}  # in place beats out of place at 1G
+
+
+def test_csv_and_json_hold_the_same_rows(report_db):
+    rows = results(report_db, "--include-cpu")
+    proc = wirewise("results", "--include-cpu", "--csv", "--db", report_db, check=True)
+    read = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert len(read) == len(rows) > 20
+    for parsed, row in zip(read, rows):
+        assert {k: v for k, v in parsed.items() if v != ""} == {k: str(v) for k, v in row.items() if v is not None}
+        for key, value in row.items():
+            if isinstance(value, float):
+                assert float(parsed[key]) == value
+
+
+def test_the_table_names_each_case(report_db):
+    out = wirewise("results", "--source", "nccl-tests", "--bytes", "1G", "--db", report_db, check=True).stdout
+    assert "collective: 8 runs" in out and "nccl-tests" in out and "[464.97-474.37]" in out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--campaign", "nope"), "--campaign 'nope': no results or campaign of that name"),
+    (("--fabric", "nvlink"), "--fabric 'nvlink' is ambiguous: nvlink-all-to-all, nvlink-groups, nvlink-partial"),
+    (("--fingerprint", "zz"), "--fingerprint 'zz': nothing stored starts with that"),
+    (("--since", "yesterday"), "--since 'yesterday': give a date"),
+    (("--bytes", "lots"), "--bytes 'lots'"),
+    (("--workload", "inference"), "--workload 'inference': choose one of collective, train"),
+    (("--group-by", "colour"), "--group-by 'colour': choose fields among"),
+])
+def test_bad_input_is_one_line_and_exit_2(report_db, args, message):
+    proc = wirewise("results", *args, "--db", report_db)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"wirewise: error: {message}") and proc.stderr.count("\n") == 1
+
+
+def test_postgresql_gives_the_same_aggregates(report_db, pg_url, tmp_path):
+    """JSON and time columns come back decoded by psycopg but as text from SQLite: one answer."""
+    for node, factor in (("h100-a", 1.0), ("h100-b", 0.99)):
+        import_log(tmp_path, pg_url, node, factor)
+    query = ("--source", "nccl-tests", "--placement", "packed", "--group-by", "node,bytes,in_place")
+    on_pg = results(pg_url, *query)
+    assert len(on_pg) == 40  # 2 nodes x 10 sizes x out of place, in place
+    assert on_pg == [row for row in results(report_db, *query) if row["node"] in ("h100-a", "h100-b")]
