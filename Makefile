@@ -32,7 +32,7 @@ demo: $(STAMP)
 	gpus=$$(n=$$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); [ "$$n" = 1 ] && echo 1 || echo 2); \
 	echo "== campaign $$name: collectives and five strategies, $$gpus rank(s)"; \
 	$(WW) campaign submit docs/campaigns/demo.yaml --executor local --name $$name --gpus $$gpus && \
-	echo "== stored in the database" && $(WW) campaign status $$name && $(WW) db info
+	echo "== stored in the database: campaign $$name" && $(WW) results --campaign $$name --include-cpu
 
 test: $(STAMP)
 	$(VENV)/bin/pytest -q

@@ -5,4 +5,4 @@ query instead of loading alembic; tests/store checks it against alembic's own vi
 Bump it with every new migration.
 """
 
-HEAD = "0003"  # 0001 -> 0002 -> 0004 -> 0003 (the results indexes came last)
+HEAD = "0004"

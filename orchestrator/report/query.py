@@ -2,7 +2,7 @@
 
 Every command of the report stage (results, compare, report, doctor) reads through `facts`,
 so a filter means the same everywhere. Filters that are columns go into SQL (indexed, see
-db/versions/0003); the placement class, derived from the GPUs and the node's wiring where a
+db/versions/0004); the placement class, derived from the GPUs and the node's wiring where a
 campaign did not record it, is filtered after the query.
 
 Runs on CPU ranks (gloo; their records name no GPU, gpu_count 0) measure the host, not the

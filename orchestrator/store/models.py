@@ -127,7 +127,7 @@ class ResultRow(Base):
     __table_args__ = (
         Index("ix_results_collective", "fingerprint", "op", "bytes"),
         Index("ix_results_train", "fingerprint", "model", "strategy", "gpu_count"),
-        # `wirewise results` / `report` / `doctor` filters (db/versions/0003)
+        # `wirewise results` / `report` / `doctor` filters (db/versions/0004)
         Index("ix_results_fabric_case", "fabric", "op", "bytes"),
         Index("ix_results_node_started", "node", "started_at"),
         Index("ix_results_started_at", "started_at"),

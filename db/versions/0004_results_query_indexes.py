@@ -5,15 +5,15 @@ case; `--node N --since DATE` and `doctor` read a node's results by start time; 
 alone reads by start time; `--campaign C --workload train --model M` reads one campaign's
 runs of a model; `--source` splits imported nccl-tests rows from wirewise's own.
 
-Revision ID: 0003
-Revises: 0004
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-01 05:00:00
 """
 from alembic import op
 
 
-revision = '0003'
-down_revision = '0004'
+revision = '0004'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 

@@ -1,6 +1,6 @@
 """placed_jobs: commands submitted by `wirewise run` with their placement
 
-Revision ID: 0004
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-01 04:45:00
 """
@@ -8,7 +8,7 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0004'
+revision = '0003'
 down_revision = '0002'
 branch_labels = None
 depends_on = None
