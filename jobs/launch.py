@@ -31,7 +31,7 @@ from typing import Any
 from wirewise.atomic import write_json_atomic
 from wirewise.task import TaskSpec
 from wirewise.jobs.worker import rank_file
-from wirewise.jobs.records import build_records, gpu_pinning, node_topology, rank_device
+from wirewise.jobs.records import build_records, gpu_pinning, node_topology
 
 RESULT_FILE = "result.json"
 FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
@@ -311,7 +311,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
                 {
                     "status": status,
                     # CPU ranks did not use the wiring: it is not stored as what they ran on.
-                    "topology": topo.model_dump(mode="json") if topo and rank_device(spec, files) == "cuda" else None,
+                    "topology": topo.model_dump(mode="json") if topo else None,
                     "records": [r.model_dump(mode="json") for r in records],
                 },
             )

@@ -56,9 +56,11 @@ def build_records(spec, files, status, error, topo, topo_error, node, started, e
     """The task's records; each says its backend and device, its attempt and repeat, a hash of
     the wirewise code that ran (submitit pickles a reference: code changed between submit and
     start runs the new code), and why the probe failed where it did. CPU ranks never pass as
-    GPU measurements: no GPU indices, no fingerprint or fabric."""
+    GPU measurements: no GPU indices, gpu_count 0 and extra.device "cpu", which keeps them out
+    of every fabric figure, prediction and health check unless asked for (`--include-cpu`);
+    the node's fingerprint stays, so that asking for them finds them by wiring."""
     device = rank_device(spec, files)
-    records = _records_of_outcome(spec, files, status, error, topo if device == "cuda" else None, node, started, ended)
+    records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
     code = code_hash()
     for record in records:
         record.extra.update(backend=spec.backend, device=device, attempt=spec.attempt, repeat=spec.repeat)

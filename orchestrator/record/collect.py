@@ -2,7 +2,7 @@
 end of every `bench` run take this one path.
 
 A result file is never lost to a busy database: ingest waits (SQLite's busy timeout) and
-retries for up to COLLECT_PATIENCE_S, and if the database stays busy it says where the file is
+retries for up to $WIREWISE_DB_WAIT_S (600 s), and if the database stays busy it says where the file is
 and how to store it later. Storing is idempotent (record ids), so collecting twice adds nothing.
 """
 
@@ -20,7 +20,6 @@ from wirewise.orchestrator.store import Store
 from wirewise.record import ResultRecord
 
 RESULT_NAME = "result.json"
-COLLECT_PATIENCE_S = 600.0
 RETRY_PAUSE_S = 2.0
 
 
@@ -47,9 +46,12 @@ def result_files(paths: list[str | Path]) -> list[Path]:
     return found
 
 
-def ingest_patiently(store: Store, path: Path, patience_s: float = COLLECT_PATIENCE_S) -> tuple[list[ResultRecord], int]:
-    """ingest_result_file, retried while the database is locked; UserError naming the file
-    when it stays locked or the file is not a result file."""
+def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) -> tuple[list[ResultRecord], int]:
+    """ingest_result_file, retried while the database is locked (for $WIREWISE_DB_WAIT_S, 600 s
+    by default); UserError naming the file when it stays locked or is not a result file."""
+    from wirewise.orchestrator.store.engine import db_wait_s
+
+    patience_s = db_wait_s() if patience_s is None else patience_s
     deadline = time.monotonic() + patience_s
     while True:
         try:

@@ -26,6 +26,16 @@ from wirewise.errors import UserError
 DEFAULT_URL = "sqlite:///wirewise.db"
 MIGRATIONS = Path(wirewise.db.__file__).parent
 SQLITE_BUSY_TIMEOUT_S = 60
+WAIT_ENV = "WIREWISE_DB_WAIT_S"  # how long storing results waits for a busy database in all (default 600 s)
+
+
+def db_wait_s() -> float:
+    """How long a result waits for a busy database before wirewise gives up storing it (and
+    says where its file is): $WIREWISE_DB_WAIT_S, default 600 s."""
+    try:
+        return max(0.0, float(os.environ.get(WAIT_ENV, "600")))
+    except ValueError:
+        raise UserError(f"{WAIT_ENV}={os.environ[WAIT_ENV]!r}: give a number of seconds") from None
 T = TypeVar("T")
 WRITE_ATTEMPTS = 4
 
@@ -57,16 +67,17 @@ def make_engine(url: str) -> Engine:
     folder = Path(parsed.database).expanduser().resolve().parent
     if not folder.is_dir():
         raise UserError(f"database folder does not exist: {folder}")
+    busy_s = min(SQLITE_BUSY_TIMEOUT_S, db_wait_s())  # one wait never outlasts the whole patience
     engine = create_engine(
         url,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "isolation_level": None},
+        connect_args={"timeout": busy_s, "isolation_level": None},
     )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_s * 1000)}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()

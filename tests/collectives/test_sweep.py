@@ -71,7 +71,8 @@ def test_check_counts_the_elements_a_corrupted_input_spoils(tmp_path):
 def test_cpu_ranks_never_pass_as_gpu_measurements(tmp_path, db_url):
     """Issue 10 item 13: --gpus 0,1 with gloo on a machine without GPUs ran on CPU but stored
     gpus [0, 1] under the H200 fingerprint of --topology-file, without a warning. Now: two CPU
-    ranks, device cpu, no GPU indices, no fingerprint or fabric, and a warning for each."""
+    ranks, device cpu, no GPU indices (gpu_count 0, which keeps them out of fabric figures
+    unless asked for), the node's wiring kept for that asking, and a warning for each."""
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.models import ResultRow, TopologyRow
 
@@ -95,10 +96,13 @@ def test_cpu_ranks_never_pass_as_gpu_measurements(tmp_path, db_url):
     assert len(results) == 6  # all_reduce in place; all_gather out of place and in place; 2 sizes each
     for r in results:
         assert (r.source, r.status, r.gpus, r.gpu_count, r.world_size) == ("wirewise", "ok", [], 0, 2)
-        assert (r.fingerprint, r.fabric, r.extra["device"], r.extra["backend"]) == (None, None, "cpu", "gloo")
+        assert (r.fabric, r.extra["device"], r.extra["backend"]) == ("nvlink-groups", "cpu", "gloo") and r.fingerprint
         assert r.env["NCCL_P2P_DISABLE"] == "1" and r.env["CUDA_VISIBLE_DEVICES"] == ""
         assert r.params["transport"] == "pcie" and r.versions["torch"]
-    assert stored_fingerprints == []  # the wiring of GPUs that measured nothing is not stored as theirs
+    assert stored_fingerprints == [results[0].fingerprint]
+    hidden = wirewise_json("results", "--fabric", "nvlink-groups", "--db", db_url)
+    shown = wirewise_json("results", "--fabric", "nvlink-groups", "--include-cpu", "--db", db_url)
+    assert hidden == [] and len(shown) > 0  # out of the fabric's figures unless asked for
 
     # An nccl-tests log in the same database: one query puts both tools side by side.
     wirewise("import", "nccl-tests", str(NCCL_TESTS_LOG), "--db", db_url, check=True)
