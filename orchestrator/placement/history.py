@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import median
 
-from wirewise.errors import UserError
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.topology import Topology
 from wirewise.topology.fingerprint import set_shape
@@ -158,22 +157,3 @@ def _links_and_names(details: dict, parsed: dict) -> tuple[list, list]:
     return source["links"], source.get("gpu_names") or [None] * len(source["links"])
 
 
-def stored_node_topology(store, node: str) -> Topology:
-    """The wiring last seen on a stored node, in that node's numbering."""
-    from sqlalchemy import select
-
-    from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
-
-    with store.session() as session:
-        row = session.execute(
-            select(NodeTopologyRow.details, TopologyRow.parsed)
-            .join(NodeRow, NodeRow.id == NodeTopologyRow.node_id)
-            .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
-            .where(NodeRow.name == node)
-            .order_by(NodeTopologyRow.last_seen.desc())
-        ).first()
-    if row is None:
-        raise UserError(f"unknown node {node!r}: no topology stored for it (run `wirewise topo save --node {node}` there)")
-    details, parsed = row
-    fields = details if "links" in details else parsed
-    return Topology.model_validate({**fields, "details": details})

@@ -8,7 +8,7 @@ from pathlib import Path
 from wirewise.errors import UserError
 from wirewise.orchestrator.placement import POLICIES
 from wirewise.orchestrator.placement.free import free_gpus, parse_free_list
-from wirewise.orchestrator.placement.history import stored_node_topology
+from wirewise.orchestrator.store.topology import load_topology
 from wirewise.orchestrator.placement.place import place
 from wirewise.topology import Topology, node_name, read_topology
 
@@ -38,7 +38,7 @@ def node_topology(topology_file: Path | None, node: str | None, store) -> tuple[
     if node:
         if store is None:
             raise UserError(f"unknown node {node!r}: no database with stored topologies (run `wirewise topo save` there)")
-        return stored_node_topology(store, node), False
+        return load_topology(store, node=node), False
     try:
         return read_topology(None), True
     except UserError as exc:
@@ -90,7 +90,7 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
         raise UserError("no stored nodes to place across (run `wirewise topo save` on each node)")
     nodes = []
     for name in names:
-        topo = stored_node_topology(store, name)
+        topo = load_topology(store, node=name)
         nodes.append(NodeState(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
     return choose_nodes(nodes, k or 0, slurm_leaf_switches()).as_dict()
 

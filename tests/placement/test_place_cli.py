@@ -117,4 +117,4 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path) -> None:
 def test_unknown_node_in_a_real_database(db_url: str) -> None:
     plant_all_reduce(db_url, read_topology(NVL_QUADS), "nvl1", {})
     proc = wirewise("place", "--gpus", "2", "--node", "nvl9", "--db", db_url)
-    assert proc.returncode == 2 and "unknown node 'nvl9'" in proc.stderr
+    assert proc.returncode == 2 and "no topology stored for node 'nvl9'" in proc.stderr
