@@ -4,6 +4,7 @@ GPUs, cancellation, sacct, and the cluster script's own start/stop/status contra
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -164,11 +165,8 @@ def test_start_again_is_a_noop_and_status_reports(slurm_cluster: SlurmCluster) -
     assert status.returncode == 0, status.stdout + status.stderr
     for name in ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd"):
         assert f"{name}" in status.stdout and "stopped" not in status.stdout
-    deadline = time.monotonic() + 60  # a job that just ended (an earlier test's) leaves the node mixed a moment
-    while "idle" not in status.stdout and time.monotonic() < deadline:
-        time.sleep(1)
-        status = slurm_cluster.run_script("status")
-    assert "idle" in status.stdout, status.stdout
+    # The node's state is reported, whatever the earlier tests' jobs left it in for the moment.
+    assert re.search(rf"node\s+{slurm_cluster.node} (idle|mixed|allocated|completing)", status.stdout), status.stdout
 
 
 def test_other_gres_conf_restarts_and_restores(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
