@@ -52,7 +52,7 @@ def _init_process_group(ctx: RankContext) -> None:
 
 
 def _shutdown(clean: bool) -> None:
-    """A barrier before destroy avoids aborts at exit (REFERENCE.md); after a failure, skip it."""
+    """A barrier before destroy avoids aborts at exit (docs/facts.md); after a failure, skip it."""
     import torch.distributed as dist
 
     if not dist.is_initialized():

@@ -1,6 +1,6 @@
 """What a GPU model tells about its links: NVLink generation, link count, per-link rate, PCIe.
 
-Figures per direction, from NVIDIA's datasheets (see the project's REFERENCE.md):
+Figures per direction, from NVIDIA's datasheets (docs/facts.md):
 NVLink 2 (V100) 6 links, NVLink 3 (A100) 12, NVLink 4 (H100/H200/GH200) 18, all at
 25 GB/s per link; NVLink 5 (B200/GB200) 18 links at 50 GB/s.
 """

@@ -7,7 +7,7 @@ The ranks already exist (wirewise.jobs.launch started them with RANK, WORLD_SIZE
 instead of launching, each rank turns the rendered file into the `Accelerator` plugins
 `accelerate launch` would have given it.
 
-GPU only (REFERENCE.md: on CPU accelerate's FSDP plugin never shards and its DeepSpeed
+GPU only (docs/facts.md: on CPU accelerate's FSDP plugin never shards and its DeepSpeed
 plugin miscounts processes); plain DDP also runs on CPU, which the tests use.
 """
 

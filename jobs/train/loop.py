@@ -242,7 +242,7 @@ def _row(params, built, seq_len, batches, strategy, run, ranks, world_size, sett
 
 def _release(strategy: Strategy, device) -> None:
     """Drop model, optimizer and engine before wirewise.jobs.worker's barrier and destroy: DDP ranks can
-    abort at exit while their reducer still lives (REFERENCE.md)."""
+    abort at exit while their reducer still lives (docs/facts.md)."""
     strategy.close()
     gc.collect()
     if device.type == "cuda":

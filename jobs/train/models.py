@@ -89,7 +89,7 @@ def _raw_config(name: str) -> dict[str, Any]:
 
 def _freeze_unused(model) -> None:
     """DINOv2's mask_token only serves masked pre-training; a classifier never uses it, and an
-    unused trainable parameter makes DDP wait for a gradient that never comes (REFERENCE.md)."""
+    unused trainable parameter makes DDP wait for a gradient that never comes (docs/facts.md)."""
     for name, param in model.named_parameters():
         if name.endswith("embeddings.mask_token"):
             param.requires_grad_(False)

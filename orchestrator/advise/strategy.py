@@ -9,7 +9,7 @@ same set shape where there are any; otherwise from a model of one step:
                 reduce-scatter (zero3, fsdp: 1.5 x), time = bytes x 2(N-1)/N / busbw
     a step      max(compute, communication): DDP's buckets and FSDP's prefetch overlap them.
 
-The rules follow the seed article's evidence (REFERENCE.md): on a fast wire fsdp is about as
+The rules follow the seed article's evidence (docs/facts.md): on a fast wire fsdp is about as
 fast as ddp and uses far less memory, so it is the pick when it fits; on a slow wire across
 NVLink groups (3-5x slower training, fsdp losing most, ddp least) take ddp if it fits, else
 the least-sharded stage that fits.
@@ -22,7 +22,7 @@ from wirewise.orchestrator.advise.params import ModelShape
 from wirewise.orchestrator.placement.wiring import RING_EFFICIENCY
 from wirewise.topology import hardware
 
-# Share of the datasheet peak a plain training loop reaches (REFERENCE.md: 43.5-48.7% on H200).
+# Share of the datasheet peak a plain training loop reaches (docs/facts.md: 43.5-48.7% on H200).
 ASSUMED_MFU = 0.45
 GRAD_BYTES = 2  # bf16 gradients on the wire
 TRAFFIC = {"ddp": 1.0, "zero1": 1.0, "zero2": 1.0, "zero3": 1.5, "fsdp": 1.5}  # x one all-reduce

@@ -8,7 +8,7 @@ link bundle, so a GPU's NVLink bandwidth to the other members adds up (an NVL qu
 NV6 at 25 GB/s per link), up to the links the GPU has (an NVSwitch node: 18 links whatever
 the set size). Both are scaled by the ring's payload efficiency (~80% of line rate).
 
-Checked against the seed article's H200 measurements (REFERENCE.md): NV6 pair 150 GB/s x 0.8
+Checked against the seed article's H200 measurements (docs/facts.md): NV6 pair 150 GB/s x 0.8
 = 120 (measured 114); a quad 450 x 0.8 = 360 (322); across quads, PCIe Gen5 through the
 socket link 32 x 0.8 = 26 (28 to 39); NVSwitch 18 x 25 x 0.8 = 360 (330 to 467 with NVLS).
 """
@@ -21,7 +21,7 @@ from itertools import combinations
 
 from wirewise.topology import Topology, hardware, labels
 
-# Payload share of the line rate a ring all-reduce reaches (REFERENCE.md: ~80% on NVLink).
+# Payload share of the line rate a ring all-reduce reaches (docs/facts.md: ~80% on NVLink).
 RING_EFFICIENCY = 0.8
 # Above this set size the Hamiltonian-ring check by subset DP (2^k k^2) costs too much.
 _EXACT_RING_LIMIT = 16

@@ -7,7 +7,7 @@ same GPU may go by another name:
 - recent Slurm may put UUIDs in CUDA_VISIBLE_DEVICES;
 - outside Slurm (the local executor) the physical index is the name.
 Slurm's own index follows gres.conf, which `wirewise topo slurm` writes in nvidia-smi order;
-UUIDs are matched through NVML, never by position alone (REFERENCE: GPU numbering on Slurm).
+UUIDs are matched through NVML, never by position alone (docs/facts.md).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class Sweep(submitit.helpers.Checkpointable):
 
 def _submit(slurm_cluster, tmp_path: Path):
     executor = submitit.AutoExecutor(folder=tmp_path / "submitit", cluster="slurm")
-    # Over 10 minutes: submitit counts any signal in a shorter job as a timeout (REFERENCE.md).
+    # Over 10 minutes: submitit counts any signal in a shorter job as a timeout (docs/facts.md).
     executor.update_parameters(slurm_partition=slurm_cluster.partition, timeout_min=60, cpus_per_task=2)
     return executor.submit(Sweep(), LONG, str(tmp_path / "runs"))
 

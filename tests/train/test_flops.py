@@ -29,7 +29,7 @@ def test_override_and_unknown_gpu(monkeypatch):
 
 
 def test_mfu_of_a_published_plain_loop():
-    """REFERENCE figures for a plain PyTorch loop on the 1.04B Mistral-style model (hidden 2048,
+    """Figures (docs/facts.md) for a plain PyTorch loop on the 1.04B Mistral-style model (hidden 2048,
     16 layers, 16 heads, 8 KV heads, MLP 7168, vocab 32000): 56.5k tokens/s on one H200 is 43.5%
     MFU by 6N against a measured 808 TFLOP/s. Its parameters, counted by hand: embeddings and
     head 2 x 65,536,000, 16 layers x 56,627,200, final norm 2,048 = 1,037,109,248."""

@@ -21,7 +21,7 @@ from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw, ten
 
 
 def fix_cuda_arch_list() -> str | None:
-    """DeepSpeed's op builder cannot parse arch suffixes like '9.0a' (REFERENCE.md); '9.0' builds
+    """DeepSpeed's op builder cannot parse arch suffixes like '9.0a' (docs/facts.md); '9.0' builds
     the same kernels for it. Returns the original value when it had to change it."""
     value = os.environ.get("TORCH_CUDA_ARCH_LIST")
     if not value:
