@@ -1,7 +1,5 @@
 """`wirewise bench`: run a benchmark now on this machine and record it."""
 
-from __future__ import annotations
-
 
 from wirewise.orchestrator.cli.common import command_group
 

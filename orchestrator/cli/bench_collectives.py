@@ -4,8 +4,6 @@ Options in, CollectiveParams.to_task() (the workload's own rules), the run here,
 (wirewise.orchestrator.report.collectives) or JSON rows.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path

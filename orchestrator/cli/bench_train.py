@@ -5,8 +5,6 @@ clear line and exit 2 for anything the user can fix), the run here, then print.
 torch, transformers and DeepSpeed are imported only by the rank processes.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

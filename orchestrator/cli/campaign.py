@@ -1,8 +1,6 @@
 """`wirewise campaign`: plan, submit, follow, collect, resume, cancel and list campaigns.
 Parsing and printing only; the work is in wirewise.orchestrator.campaign."""
 
-from __future__ import annotations
-
 import time
 from typing import Annotated
 

@@ -1,13 +1,11 @@
 """`wirewise collect PATH...`: store result files left on disk (a run whose database was busy,
 a campaign folder copied from a cluster). Idempotent: collecting twice adds nothing."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json
 
 
 def collect(
@@ -29,3 +27,7 @@ def collect(
     statuses = ", ".join(f"{k} {v}" for k, v in summary.statuses.items()) or "none found"
     typer.echo(f"{summary.files} result file(s) ({statuses}): {summary.new} new record(s) of {summary.records} "
                f"stored in {store.safe_url}")
+
+
+app = command_group("Store result files left on disk.")
+app.command("collect")(collect)

@@ -1,7 +1,5 @@
 """Options and output helpers every command shares."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import Annotated, Any

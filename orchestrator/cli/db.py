@@ -1,7 +1,5 @@
 """`wirewise db`: the results database."""
 
-from __future__ import annotations
-
 import typer
 
 from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json

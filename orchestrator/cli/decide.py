@@ -2,14 +2,12 @@
 and the stored history. Options in, the work in wirewise.orchestrator.placement / .advise, out
 as a table or JSON."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, console, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json
 
 GpusOption = Annotated[int | None, typer.Option("--gpus", "-k", help="How many GPUs (ranks).")]
 TopologyFileOption = Annotated[
@@ -25,10 +23,6 @@ AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12
 GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(place)
-    app.command()(estimate)
-    app.command(context_settings={"allow_interspersed_args": False})(run)
 
 
 def place(
@@ -194,3 +188,9 @@ def _num(value) -> str:
 
 def _basis(row: dict) -> str:
     return f"measured ({row['results']})" if row["basis"] == "measured" else "model"
+
+
+app = command_group("Decisions for a new job: place, estimate, run.")
+app.command()(place)
+app.command()(estimate)
+app.command(context_settings={"allow_interspersed_args": False})(run)

@@ -1,7 +1,5 @@
 """`wirewise import`: store results measured by other tools next to wirewise's own."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -4,8 +4,6 @@ Top-level commands (registered without a group name). Parsing and printing only;
 in wirewise.orchestrator.report.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
@@ -49,7 +47,7 @@ def results(
 ) -> None:
     """Stored results that match, aggregated over repeats: median, min, max, count and spread."""
     from wirewise.orchestrator.report.aggregate import aggregate, parse_group_by
-    from wirewise.orchestrator.report.query import facts, parse_filters, resolve
+    from wirewise.orchestrator.report.query import parse_filters, resolve
     from wirewise.orchestrator.store import Store
 
     filters = parse_filters(
@@ -59,7 +57,7 @@ def results(
     )
     fields = parse_group_by(group_by)
     store = Store(db)
-    rows = aggregate(facts(store, resolve(store, filters)), fields)
+    rows = aggregate(store, resolve(store, filters), fields)
     if json:
         print_json(rows)
     elif csv:

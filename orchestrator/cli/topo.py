@@ -1,7 +1,5 @@
 """`wirewise topo`: a node's GPU wiring: show, save, list, and Slurm gres.conf lines."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

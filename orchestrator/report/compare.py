@@ -19,10 +19,11 @@ from typing import Any
 from sqlalchemy import select
 
 from wirewise.errors import UserError
+from wirewise.orchestrator.report.aggregate import aggregate
 from wirewise.orchestrator.report.query import (
-    Filters, campaign_names, facts, fingerprints_starting, resolve, unique_prefix,
+    Filters, campaign_names, fingerprints_starting, resolve, unique_prefix,
 )
-from wirewise.orchestrator.report.stats import Stats, stats_of
+from wirewise.orchestrator.report.stats import Stats
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import ResultRow
 
@@ -86,7 +87,7 @@ def _match(store: Store, kind: str, value: str) -> str | None:
 
 def compare(store: Store, a: Side, b: Side, base: Filters) -> dict[str, Any]:
     """The comparison as one JSON-ready dict (the same the table shows)."""
-    sides = [_cases(facts(store, resolve(store, side.filters(base)))) for side in (a, b)]
+    sides = [_cases(aggregate(store, resolve(store, side.filters(base)), CASE_FIELDS)) for side in (a, b)]
     common = [key for key in sides[0] if key in sides[1]]
     return {
         "a": a.label,
@@ -97,11 +98,12 @@ def compare(store: Store, a: Side, b: Side, base: Filters) -> dict[str, Any]:
     }
 
 
-def _cases(found: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
-    cases: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for fact in found:
-        workload = fact["workload"]
-        cases[(workload, tuple(fact[name] for name in CASE_FIELDS[workload]))].append(fact)
+def _cases(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, dict[str, Any]]]:
+    """(workload, case values) -> {status: aggregated row}."""
+    cases: dict[tuple, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for row in rows:
+        workload = row["workload"]
+        cases[(workload, tuple(row[name] for name in CASE_FIELDS[workload]))][row["status"]] = row
     return cases
 
 
@@ -115,26 +117,26 @@ def _key_order(key: tuple) -> tuple:
     return (workload, *((v is None, v if isinstance(v, int | float) else str(v)) for v in values))
 
 
-def _case_row(key: tuple, a_facts: list[dict[str, Any]], b_facts: list[dict[str, Any]]) -> dict[str, Any]:
+def _case_row(key: tuple, a_rows: dict[str, dict[str, Any]], b_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     metric = MAIN_METRIC[key[0]]
-    a, b = (_side_stats(found, metric) for found in (a_facts, b_facts))
+    a, b = (_side_stats(rows, metric) for rows in (a_rows, b_rows))
     row = {**_case_fields(key), "metric": metric, "a": _stats_json(a), "b": _stats_json(b)}
-    row["a_not_ok"] = _not_ok(a_facts)
-    row["b_not_ok"] = _not_ok(b_facts)
+    row["a_not_ok"] = _not_ok(a_rows)
+    row["b_not_ok"] = _not_ok(b_rows)
     row.update(_verdict(a, b))
     return row
 
 
-def _side_stats(found: list[dict[str, Any]], metric: str) -> Stats | None:
-    return stats_of([f[metric] for f in found if f["status"] == "ok"])
+def _side_stats(rows: dict[str, dict[str, Any]], metric: str) -> Stats | None:
+    """The stats of the runs that worked, as the aggregate gave them; None when none did."""
+    ok = rows.get("ok", {})
+    if f"{metric}_median" not in ok:
+        return None
+    return Stats(*(ok[f"{metric}_{name}"] for name in ("median", "min", "max", "count")))
 
 
-def _not_ok(found: list[dict[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for fact in found:
-        if fact["status"] != "ok":
-            counts[fact["status"]] += 1
-    return dict(counts)
+def _not_ok(rows: dict[str, dict[str, Any]]) -> dict[str, int]:
+    return {status: row["count"] for status, row in rows.items() if status != "ok"}
 
 
 def _stats_json(stats: Stats | None) -> dict[str, Any] | None:

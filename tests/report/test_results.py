@@ -114,3 +114,6 @@ def test_postgresql_gives_the_same_aggregates(report_db, pg_url, tmp_path):
     on_pg = results(pg_url, *query)
     assert len(on_pg) == 40  # 2 nodes x 10 sizes x out of place, in place
     assert on_pg == [row for row in results(report_db, *query) if row["node"] in ("h100-a", "h100-b")]
+    # The default case groups by derived fields too (GPUs, transport, placement from the wiring).
+    one_node = ("--node", "h100-a")
+    assert results(pg_url, *one_node) == results(report_db, *one_node) != []
