@@ -7,12 +7,12 @@ on the same GPUs measure the same sizes with the same definitions.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from wirewise.registry import DEFAULT_OPS, OPS, OpName
+from wirewise.units import human_bytes, parse_size
 from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, UserError, make_task
 
 OP_NAMES = tuple(OPS)  # every op, in the order a sweep runs them
@@ -34,24 +34,6 @@ def transport_note(transport: str, backend: str, world_size: int, nvls_enable: s
         "Set NCCL_NVLS_ENABLE=0 yourself for an all-PCIe all_reduce."
     )
 
-_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str | int) -> int:
-    """'64', '512K', '1M', '1.5G' -> bytes (binary units, as nccl-tests' -b/-e read them)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        value = text
-    else:
-        match = _SIZE.match(str(text))
-        if not match:
-            raise ValueError("give bytes with an optional K, M or G suffix, e.g. 64K, 1M, 1G")
-        value = int(float(match.group(1)) * _UNITS[match.group(2).upper()])
-    if value < 1:
-        raise ValueError("must be at least 1 byte")
-    return value
-
-
 def canonical_dtype(name: str) -> str:
     """'bf16' -> 'bfloat16', 'float' -> 'float32'; unknown names raise with the choices."""
     key = str(name).strip().lower()
@@ -68,13 +50,6 @@ def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
         sizes.append(size)
         size *= factor
     return sizes
-
-
-def human_bytes(n: int) -> str:
-    for unit, scale in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
 
 
 class CollectiveParams(BaseModel):

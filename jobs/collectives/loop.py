@@ -29,7 +29,8 @@ import torch.distributed as dist
 
 from wirewise.jobs.collectives.data import Values
 from wirewise.jobs.collectives.ops import OPS, Collective, Geometry
-from wirewise.workloads.collective import CollectiveParams, human_bytes
+from wirewise.units import human_bytes
+from wirewise.workloads.collective import CollectiveParams
 from wirewise.jobs.rank import RankContext
 
 

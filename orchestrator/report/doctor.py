@@ -28,7 +28,7 @@ from wirewise.errors import UserError
 from wirewise.orchestrator.report.query import Filters, facts
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, ResultRow, TopologyRow
-from wirewise.workloads.collective import human_bytes
+from wirewise.units import human_bytes
 
 MIN_HISTORY = 3
 MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute deviation

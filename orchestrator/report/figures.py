@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirewise.workloads.collective import human_bytes
+from wirewise.units import human_bytes
 
 DIAL = ("ddp", "zero1", "zero2", "zero3", "fsdp")  # least to most sharded, the article's order
 

@@ -21,7 +21,7 @@ from wirewise.orchestrator.report.figures import Figure, Panel, build_figures, d
 from wirewise.orchestrator.report.query import Filters, facts, resolve
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
-from wirewise.workloads.collective import human_bytes
+from wirewise.units import human_bytes
 
 
 def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:

@@ -139,7 +139,7 @@ class Filters:
 
 def parse_filters(**options: Any) -> Filters:
     """Filters from command-line text: sizes ('1G'), dates ('2026-11-30', '7d') and choices checked."""
-    from wirewise.workloads.collective import parse_size
+    from wirewise.units import parse_size
 
     for name, choices in (("workload", WORKLOADS), ("source", SOURCES), ("status", STATUSES)):
         if options.get(name) is not None and options[name] not in choices:

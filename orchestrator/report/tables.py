@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from wirewise.orchestrator.report.aggregate import GROUP_FIELDS, METRICS
-from wirewise.workloads.collective import human_bytes
+from wirewise.units import human_bytes
 
 _SHOWN = {  # metric -> (heading, formatter of one value)
     "busbw_gbs": ("busbw GB/s", lambda v: _bandwidth(v)),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wirewise.workloads.collective import OP_NAMES, CollectiveParams, parse_size, sweep_sizes
+from wirewise.units import parse_size
+from wirewise.workloads.collective import OP_NAMES, CollectiveParams, sweep_sizes
 
 
 def test_every_op_name_has_a_descriptor():
