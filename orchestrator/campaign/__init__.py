@@ -144,14 +144,14 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
     when asked), each as its next attempt, up to max_attempts runs per task."""
     from wirewise.orchestrator.campaign.spec import parse_spec
     from wirewise.orchestrator.campaign.track import collect_campaign, to_retry
-    from wirewise.orchestrator.store.campaigns import campaign_info, campaign_tasks, set_statuses
+    from wirewise.orchestrator.store.campaigns import set_statuses
 
-    info = campaign_info(store, name)
     _, status = collect_campaign(store, name)
+    info = status.campaign
     if not status.done:
         raise UserError(f"campaign {name!r} still has tasks running or pending: resume once they end "
                         f"(`wirewise campaign status {name} --watch`), or cancel it first")
-    retry, exhausted = to_retry(status, campaign_tasks(store, name), include_oom, max_attempts)
+    retry, exhausted = to_retry(status, include_oom, max_attempts)
     summary: dict[str, Any] = {"campaign": name, "resubmitted": len(retry), "attempt_limit_reached": exhausted}
     if not retry:
         return summary

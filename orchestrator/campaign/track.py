@@ -38,6 +38,7 @@ class TaskState:
 class CampaignStatus:
     campaign: CampaignInfo
     tasks: list[TaskState] = field(default_factory=list)
+    stored: list[TaskInfo] = field(default_factory=list)  # the task rows the states were read from
 
     @property
     def counts(self) -> dict[str, int]:
@@ -62,7 +63,7 @@ def campaign_status(store: Store, name: str) -> CampaignStatus:
     tasks = campaign_tasks(store, name)
     states = _element_states(info, tasks)
     running_local = info.executor == "local" and _local_run_alive(folder)
-    status = CampaignStatus(info)
+    status = CampaignStatus(info, stored=tasks)
     started: set[str | int | None] = set()  # bundles whose first unfinished task was seen
     for task in tasks:
         outcome = folder.outcome(task.task_id)
@@ -120,7 +121,7 @@ def collect_campaign(store: Store, name: str):
 
     status = campaign_status(store, name)
     folder = CampaignFolder(Path(status.campaign.folder))
-    stored = {t.task_id: t for t in campaign_tasks(store, name)}
+    stored = {t.task_id: t for t in status.stored}
     files = [
         folder.result_file(t.task_id, t.attempt) for t in status.tasks
         if t.status in FINISHED and stored[t.task_id].status != t.status and folder.result_file(t.task_id, t.attempt).exists()
@@ -130,10 +131,10 @@ def collect_campaign(store: Store, name: str):
     return collected, status
 
 
-def to_retry(status: CampaignStatus, stored: list[TaskInfo], include_oom: bool, max_attempts: int) -> tuple[list, list]:
+def to_retry(status: CampaignStatus, include_oom: bool, max_attempts: int) -> tuple[list, list]:
     """(runs to submit again as (task id, next attempt), tasks left out for the attempt limit)."""
     wanted = RETRIED + (("oom",) if include_oom else ())
-    attempts = {t.task_id: t.attempts for t in stored}
+    attempts = {t.task_id: t.attempts for t in status.stored}
     retry, exhausted = [], []
     for task in status.tasks:
         if task.status not in wanted:

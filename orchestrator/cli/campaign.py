@@ -2,6 +2,7 @@
 Parsing and printing only; the work is in wirewise.orchestrator.campaign."""
 
 import time
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -208,24 +209,12 @@ def _watch(store, name, state, interval: float, quiet: bool):
             state = campaign_status(store, name)
 
 
-class _task_progress:
+@contextmanager
+def _task_progress(total: int | None, quiet: bool):
     """A progress bar over tasks run here (local executor); yields the per-task callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    def __init__(self, total: int | None, quiet: bool) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("[bold]tasks"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[last]}"), TimeElapsedColumn(), disable=quiet, transient=True)
-        self.total = total
-
-    def __enter__(self):
-        self.progress.__enter__()
-        task = self.progress.add_task("tasks", total=self.total, last="")
-
-        def on_task(task_id: str, status: str) -> None:
-            self.progress.update(task, advance=1, last=f"{task_id} {status}")
-
-        return on_task
-
-    def __exit__(self, *exc):
-        return self.progress.__exit__(*exc)
+    with Progress(TextColumn("[bold]tasks"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                  TimeElapsedColumn(), disable=quiet, transient=True) as progress:
+        bar = progress.add_task("tasks", total=total, last="")
+        yield lambda task_id, status: progress.update(bar, advance=1, last=f"{task_id} {status}")

@@ -20,6 +20,8 @@ Since = Annotated[str | None, typer.Option("--since", help="Started at or after:
 Campaigns = Annotated[list[str] | None, typer.Option("--campaign", help="Campaign name (repeat for several).")]
 Source = Annotated[str | None, typer.Option("--source", help="wirewise or nccl-tests.")]
 IncludeCpu = Annotated[bool, typer.Option("--include-cpu", help="Include CPU-rank (gloo) runs, which measure the host, not the fabric.")]
+Workload = Annotated[str | None, typer.Option("--workload", help="collective or train.")]
+Op = Annotated[str | None, typer.Option("--op", help="Collective op, e.g. all_reduce.")]
 
 
 @app.command()
@@ -27,8 +29,8 @@ def results(
     fabric: Fabric = None,
     fingerprint: Fingerprint = None,
     node: Node = None,
-    workload: Annotated[str | None, typer.Option("--workload", help="collective or train.")] = None,
-    op: Annotated[str | None, typer.Option("--op", help="Collective op, e.g. all_reduce.")] = None,
+    workload: Workload = None,
+    op: Op = None,
     size: Annotated[str | None, typer.Option("--bytes", metavar="SIZE", help="Message size: 1G, 64M, 4096.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="ddp, zero1, zero2, zero3, fsdp.")] = None,
@@ -85,8 +87,8 @@ def _print_csv(rows) -> None:
 def compare(
     a: Annotated[str, typer.Argument(help="campaign:NAME, node:NAME, fingerprint:PREFIX, fabric:PREFIX, or a name only one of them has.", show_default=False)],
     b: Annotated[str, typer.Argument(help="The other side, the same way.", show_default=False)],
-    workload: Annotated[str | None, typer.Option("--workload", help="collective or train.")] = None,
-    op: Annotated[str | None, typer.Option("--op", help="Collective op, e.g. all_reduce.")] = None,
+    workload: Workload = None,
+    op: Op = None,
     source: Source = None,
     since: Since = None,
     include_cpu: IncludeCpu = False,
