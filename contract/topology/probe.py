@@ -143,11 +143,19 @@ def _read_gpu(nvml, handle) -> dict[str, Any]:
             "curr_width": _call(nvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
             "max_width": _call(nvml, "nvmlDeviceGetMaxPcieLinkWidth", handle),
         },
+        # 0 (P0) runs at full clocks, and its PCIe link at the generation it trained to; in
+        # higher states (idle is P8) the driver may lower the generation to save power.
+        "pstate": _pstate(_call(nvml, "nvmlDeviceGetPerformanceState", handle)),
         "cpu_affinity": cpus.format_cpu_list(affinity) if affinity else None,
         "numa": _numa_node(nvml, handle, bus_id),
         "nvlink_supported": nvlink_supported,
         "nvlinks": nvlinks,
     }
+
+
+def _pstate(value) -> int | None:
+    """NVML's performance state, 0..15; None where it is unknown (NVML says 32)."""
+    return value if isinstance(value, int) and 0 <= value <= 15 else None
 
 
 def _read_nvlinks(nvml, handle) -> tuple[list[dict[str, Any]], bool]:

@@ -138,7 +138,7 @@ def live_findings(store: Store, node: str, probe: Callable[[], Any], notes: list
     if topo.details.get("source") == "file" or not any("pcie" in gpu for gpu in gpus):
         notes.append(f"{node}: NVML gave no per-GPU link state: NVLink and PCIe checks skipped")
         return wiring_findings(store, node, topo, notes)
-    return [*nvlink_findings(node, gpus), *pcie_findings(node, gpus), *wiring_findings(store, node, topo, notes)]
+    return [*nvlink_findings(node, gpus), *pcie_findings(node, gpus, notes), *wiring_findings(store, node, topo, notes)]
 
 
 def nvlink_findings(node: str, gpus: list[dict[str, Any]]) -> list[Finding]:
@@ -158,19 +158,27 @@ def nvlink_findings(node: str, gpus: list[dict[str, Any]]) -> list[Finding]:
     return found
 
 
-def pcie_findings(node: str, gpus: list[dict[str, Any]]) -> list[Finding]:
+def pcie_findings(node: str, gpus: list[dict[str, Any]], notes: list[str]) -> list[Finding]:
+    """Links below their maximum width, or generation while the GPU runs at full clocks: out of
+    P0 (idle is P8) a GPU may lower its link's generation to save power, so a generation read
+    then is noted, not flagged (a health check must not call an idle node degraded)."""
     found = []
     for index, gpu in enumerate(gpus):
         pcie = gpu.get("pcie") or {}
         gen, max_gen, width, max_width = (pcie.get(k) for k in ("curr_gen", "max_gen", "curr_width", "max_width"))
         low_gen = gen is not None and max_gen is not None and gen < max_gen
         low_width = width is not None and max_width is not None and width < max_width
+        pstate = gpu.get("pstate")
+        if low_gen and not low_width and pstate not in (None, 0):
+            notes.append(f"{node}: GPU {index} PCIe gen {gen} of {max_gen} in P{pstate} (power saving): "
+                         "not judged; run doctor while a job runs to check the generation")
+            continue
         if low_gen or low_width:
             found.append(Finding(
                 node, "pcie-degraded",
                 f"GPU {index} ({gpu.get('pci_bus_id') or 'bus id unknown'}): PCIe gen {gen} x{width}, maximum gen {max_gen} x{max_width}",
-                "look again under load (GPUs lower the generation when idle): `nvidia-smi -q -d PCIE -i "
-                f"{index}` while a job runs; a narrow width means a badly seated card or riser: reseat it",
+                f"`nvidia-smi -q -d PCIE -i {index}` while a job runs; a narrow width means a badly seated card or "
+                "riser: reseat it",
             ))
     return found
 

@@ -83,6 +83,19 @@ def test_live_links_and_pcie_through_nvml(report_db):
     assert pcie == "GPU 2 (00000000:38:00.0): PCIe gen 4 x8, maximum gen 5 x16"
 
 
+def test_an_idle_gpus_lower_pcie_generation_is_noted_not_flagged(report_db):
+    """Out of P0 a GPU may lower its link's generation to save power (the probe's fake machine,
+    like a real idle H100, reads gen 1 of 5 in P8): a health check must not call that node
+    degraded. A narrow link is flagged whatever the state."""
+    host = short_hostname()
+    wirewise("topo", "save", "--db", report_db, env=fake_nvml(), check=True)
+    code, found = doctor(report_db, "--node", host, env=fake_nvml(pcie={"2": [1, 16]}, pstate={"2": 8}))
+    assert (code, found["findings"]) == (0, [])
+    assert f"{host}: GPU 2 PCIe gen 1 of 5 in P8 (power saving): not judged; run doctor while a job runs to check the generation" in found["notes"]
+    code, found = doctor(report_db, "--node", host, env=fake_nvml(pcie={"2": [1, 8]}, pstate={"2": 8}))
+    assert code == 1 and [f["evidence"] for f in found["findings"]] == ["GPU 2 (00000000:38:00.0): PCIe gen 1 x8, maximum gen 5 x16"]
+
+
 def test_live_wiring_that_no_longer_matches_the_stored_one(report_db):
     host = short_hostname()
     nvl8 = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"

@@ -81,6 +81,9 @@ class FakeNVML:
     def nvmlDeviceGetMaxPcieLinkWidth(self, h):
         return 16
 
+    def nvmlDeviceGetPerformanceState(self, h):
+        return 8  # idle
+
     def nvmlDeviceGetCpuAffinity(self, h, words):
         mask = sum(1 << cpu for cpu in self.gpus[h]["cpus"])
         return [(mask >> (64 * w)) & (2**64 - 1) for w in range(max(words, 4))]
@@ -149,6 +152,7 @@ def test_nvswitch_box_gives_nv18_everywhere_and_switched() -> None:
     gpu0 = topo.details["gpus"][0]
     assert gpu0["uuid"] == "GPU-0000-fake" and gpu0["pci_bus_id"] == bus(0)
     assert gpu0["pcie"] == {"curr_gen": 1, "max_gen": 5, "curr_width": 16, "max_width": 16}
+    assert gpu0["pstate"] == 8
     assert len(gpu0["nvlinks"]) == 18 and all(link["remote"] == "nvswitch" for link in gpu0["nvlinks"])
     assert topo.details["versions"]["driver"] == "570.86.15" and topo.details["versions"]["cuda"] == "12.8"
     assert topo.details["source"] == "nvml" and topo.details["notes"] == []
