@@ -126,7 +126,7 @@ def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Cal
 
     from wirewise.orchestrator.store.models import ResultRow
 
-    with store.session() as session:
+    with store.read() as session:
         runs = session.execute(
             select(ResultRow.peak_mem_bytes, ResultRow.world_size, ResultRow.gpu_count, ResultRow.micro_batch,
                    ResultRow.seq_len, ResultRow.extra)

@@ -110,7 +110,7 @@ def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tupl
 
     from wirewise.orchestrator.store.models import ResultRow
 
-    with store.session() as session:
+    with store.read() as session:
         rows = session.execute(
             select(ResultRow.node, ResultRow.gpus, ResultRow.params, ResultRow.extra, *columns)
             .where(ResultRow.fingerprint == topo.fingerprint, ResultRow.status == "ok", *conditions)

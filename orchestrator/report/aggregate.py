@@ -90,7 +90,7 @@ def _buckets(store: Store, filters: Filters, workload: str, fields: tuple[str, .
         .where(*conditions(filters), RESULTS.workload == workload)
         .group_by(*keys.values())  # the expressions, not their labels: PostgreSQL reads "gpus" as the column
     )
-    with store.session() as session:
+    with store.read() as session:
         found = session.connection().execute(query).mappings().all()
     buckets: dict[tuple, Bucket] = {}
     for group in found:

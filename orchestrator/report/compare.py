@@ -75,7 +75,7 @@ def _match(store: Store, kind: str, value: str) -> str | None:
     if kind == "campaign":
         return value if campaign_names(store, [value]) else None
     if kind == "node":
-        with store.session() as session:
+        with store.read() as session:
             return session.scalar(select(ResultRow.node).where(ResultRow.node == value).limit(1))
     from wirewise.topology.classify import FABRICS
 

@@ -61,7 +61,7 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
 
 
 def _nodes(store: Store, node: str | None, live_node: str | None) -> list[str]:
-    with store.session() as session:
+    with store.read() as session:
         with_results = set(session.scalars(select(ResultRow.node).where(ResultRow.node.is_not(None)).distinct()))
         with_wiring = set(session.scalars(select(NodeRow.name)))
     if node is None:
@@ -185,7 +185,7 @@ def pcie_findings(node: str, gpus: list[dict[str, Any]], notes: list[str]) -> li
 
 def wiring_findings(store: Store, node: str, topo: Any, notes: list[str]) -> list[Finding]:
     """The live wiring against the one most recently stored for the node."""
-    with store.session() as session:
+    with store.read() as session:
         stored = session.execute(
             select(TopologyRow.fingerprint, TopologyRow.fabric)
             .join(NodeTopologyRow, NodeTopologyRow.topology_id == TopologyRow.id)

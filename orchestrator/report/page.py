@@ -57,7 +57,7 @@ def node_wirings(store: Store, pairs: set[tuple[str | None, str]]) -> list[dict[
     """The stored wiring of each (node, fingerprint) the results name, in the node's numbering."""
     from wirewise.orchestrator.store.topology import node_groups
 
-    with store.session() as session:
+    with store.read() as session:
         rows = session.execute(
             select(NodeRow.name, TopologyRow, NodeTopologyRow.details)
             .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)

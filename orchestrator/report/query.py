@@ -211,7 +211,7 @@ def fingerprints_starting(store: Store, prefix: str, most: int = 8) -> set[str]:
     from one distinct value to the next (a DISTINCT would walk every row of the wiring)."""
     found: set[str] = set()
     upper = prefix + "\uffff"
-    with store.session() as session:
+    with store.read() as session:
         for column in (TopologyRow.__table__.c.fingerprint, RESULTS.fingerprint):
             after = None
             while len(found) < most:
@@ -227,7 +227,7 @@ def campaign_names(store: Store, wanted) -> set[str]:
     """Which of `wanted` name a campaign (planned, or only seen on results)."""
     if not wanted:
         return set()
-    with store.session() as session:
+    with store.read() as session:
         planned = set(session.scalars(select(CAMPAIGNS.name).where(CAMPAIGNS.name.in_(wanted))))
         seen = set(session.scalars(select(RESULTS.campaign).where(RESULTS.campaign.in_(wanted)).distinct()))
     return planned | seen
@@ -240,7 +240,7 @@ def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
     # No ORDER BY in SQL: SQLite would then pick the index that spares it a sort (ix_results_op
     # for a fabric and an op) over the selective one, and read four times the rows.
     query = select(*columns).where(*conditions(filters))
-    with store.session() as session:
+    with store.read() as session:
         result = session.connection().execute(query)  # Core rows: no ORM layer per row
         keys = list(result.keys())
         rows = result.all()
@@ -335,7 +335,7 @@ class GroupLookup:
         from wirewise.orchestrator.store.topology import node_groups
 
         self._loaded = True
-        with self.store.session() as session:
+        with self.store.read() as session:
             seen = session.execute(
                 select(NodeRow.name, TopologyRow, NodeTopologyRow.details)
                 .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)

@@ -51,7 +51,7 @@ def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, 
 
 
 def campaign_info(store: Store, name: str) -> CampaignInfo:
-    with store.session() as session:
+    with store.read() as session:
         row = session.scalar(select(CampaignRow).where(CampaignRow.name == name))
         if row is None:
             known = session.scalars(select(CampaignRow.name).order_by(CampaignRow.created_at.desc()).limit(5)).all()
@@ -62,7 +62,7 @@ def campaign_info(store: Store, name: str) -> CampaignInfo:
 
 
 def campaign_tasks(store: Store, name: str) -> list[TaskInfo]:
-    with store.session() as session:
+    with store.read() as session:
         rows = session.execute(
             select(TaskRow.key, TaskRow.status, TaskRow.attempts, TaskRow.bundle, TaskRow.slurm_job_id)
             .join(CampaignRow, CampaignRow.id == TaskRow.campaign_id)
@@ -96,7 +96,7 @@ def set_statuses(store: Store, statuses: dict[str, str], attempts: dict[str, int
 
 def list_campaigns(store: Store) -> list[dict[str, Any]]:
     """Every campaign, newest first, with its task counts by stored status."""
-    with store.session() as session:
+    with store.read() as session:
         campaigns = session.scalars(select(CampaignRow).order_by(CampaignRow.created_at.desc())).all()
         counts = session.execute(
             select(TaskRow.campaign_id, TaskRow.status, func.count()).group_by(TaskRow.campaign_id, TaskRow.status)

@@ -3,7 +3,9 @@
 SQLite (the embedded default) is opened in WAL mode with a busy timeout, and
 every write transaction starts with BEGIN IMMEDIATE: many rank processes and
 campaign tasks can then write at once without "database is locked" (a deferred
-transaction that upgrades to a writer fails at once instead of waiting).
+transaction that upgrades to a writer fails at once instead of waiting). Queries
+(`Store.read`) begin deferred: in WAL mode a reader needs no lock, so a long report
+does not stop campaigns from storing results.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ DEFAULT_URL = "sqlite:///wirewise.db"
 MIGRATIONS = Path(wirewise.db.__file__).parent
 SQLITE_BUSY_TIMEOUT_S = 60
 MMAP_BYTES = 4 << 30  # address space only; SQLite maps no more than the file holds
+READ_ONLY = "wirewise_read_only"  # execution option of Store.read's connections: a deferred BEGIN
 WAIT_ENV = "WIREWISE_DB_WAIT_S"  # how long storing results waits for a busy database in all (default 600 s)
 
 
@@ -89,7 +92,7 @@ def make_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
     return engine
 
@@ -101,6 +104,7 @@ class Store:
         self.url = resolve_url(url)
         self.engine = make_engine(self.url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._readers = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
         if migrate:
             self.upgrade()
 
@@ -115,7 +119,7 @@ class Store:
 
     def current_revision(self) -> str | None:
         try:
-            with self.engine.connect() as conn:
+            with self.engine.execution_options(**{READ_ONLY: True}).connect() as conn:
                 if not inspect(conn).has_table("alembic_version"):
                     return None
                 return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
@@ -166,6 +170,15 @@ class Store:
         with self._sessions() as session, session.begin():
             yield session
 
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for queries only. On SQLite its transaction begins deferred, without the
+        write lock session() takes at once: a report reading for seconds leaves campaigns
+        free to store results meanwhile. (A write here could fail at once, busy, instead of
+        waiting its turn: write through session() or write().)"""
+        with self._readers() as session, session.begin():
+            yield session
+
     def write(self, work: Callable[[Session], T]) -> T:
         """Run `work(session)` as one transaction: all of it is stored or none. A concurrent
         writer may insert the same unique row (a wiring, a node, their pair) between our read
@@ -183,7 +196,7 @@ class Store:
     def row_counts(self) -> dict[str, int]:
         from wirewise.orchestrator.store.models import Base
 
-        with self.session() as s:
+        with self.read() as s:
             return {
                 name: s.execute(select(func.count()).select_from(table)).scalar_one()
                 for name, table in Base.metadata.tables.items()

@@ -77,7 +77,7 @@ def node_groups(details: dict[str, Any], topology: TopologyRow) -> list[list[int
 
 def list_topologies(store: Store) -> list[dict[str, Any]]:
     """Stored nodes with their wiring, most recently seen first."""
-    with store.session() as session:
+    with store.read() as session:
         rows = session.execute(
             select(NodeRow.name, TopologyRow, NodeTopologyRow.details, NodeTopologyRow.first_seen, NodeTopologyRow.last_seen)
             .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
@@ -107,7 +107,7 @@ def load_topology(store: Store, node: str | None = None, fingerprint: str | None
     """A stored wiring: the one last seen on `node` (in that node's own GPU numbering), or the
     wiring whose fingerprint starts with `fingerprint`. UserError when none, or a prefix matches
     more than one."""
-    with store.session() as session:
+    with store.read() as session:
         if node is not None:
             details = session.scalar(
                 select(NodeTopologyRow.details).join(NodeRow, NodeRow.id == NodeTopologyRow.node_id)

@@ -14,6 +14,7 @@ from wirewise.orchestrator.record.ingest import store_records
 from wirewise.record import ResultRecord
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import Base, ResultRow
+from tests.conftest import FIXTURES, wirewise
 
 WRITERS, ROWS_EACH = 16, 500
 
@@ -114,3 +115,20 @@ def test_head_constant_names_alembic_head(db_url):
 
     store = Store(db_url, migrate=False)
     assert ScriptDirectory.from_config(store._alembic_config()).get_current_head() == HEAD
+
+
+def test_a_query_in_progress_does_not_hold_writers_back(tmp_path):
+    """Store.read begins deferred: while a report's transaction is open, another process stores
+    an nccl-tests log at once. A reader that took the write lock (BEGIN IMMEDIATE, as writers
+    do) would keep it waiting out its whole patience, 2 s here, and fail."""
+    url = f"sqlite:///{tmp_path / 'wirewise.db'}"
+    store = Store(url)
+    log = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+    with store.read() as session:
+        assert session.scalar(select(func.count()).select_from(ResultRow)) == 0  # the read has begun
+        stored = wirewise("import", "nccl-tests", str(log), "--node", "h100", "--db", url,
+                          env={"WIREWISE_DB_WAIT_S": "2"}, timeout=60)
+        assert stored.returncode == 0, stored.stderr
+        assert session.scalar(select(func.count()).select_from(ResultRow)) == 0  # its snapshot holds
+    with store.read() as session:
+        assert session.scalar(select(func.count()).select_from(ResultRow)) > 0
