@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json
 
 
 def collect(
@@ -27,7 +27,3 @@ def collect(
     statuses = ", ".join(f"{k} {v}" for k, v in summary.statuses.items()) or "none found"
     typer.echo(f"{summary.files} result file(s) ({statuses}): {summary.new} new record(s) of {summary.records} "
                f"stored in {store.safe_url}")
-
-
-app = command_group("Store result files left on disk.")
-app.command("collect")(collect)

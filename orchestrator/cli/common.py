@@ -23,11 +23,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 
 
 def print_json(obj: Any) -> None:
-    """JSON on stdout; datetimes and other objects as strings. Indented for a terminal, one
-    line for a pipe or a file (as gh does): indenting takes the pure-Python encoder, 50 ms
-    for 800 result rows."""
-    indent = 2 if sys.stdout.isatty() else None
-    sys.stdout.write(json.dumps(obj, indent=indent, default=str) + "\n")
+    """JSON on stdout; datetimes and other objects as strings."""
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def warn(lines: list[str]) -> None:

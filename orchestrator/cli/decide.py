@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, console, print_json
 
 GpusOption = Annotated[int | None, typer.Option("--gpus", "-k", help="How many GPUs (ranks).")]
 TopologyFileOption = Annotated[
@@ -23,6 +23,10 @@ AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12
 GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
 
 
+def register(app: typer.Typer) -> None:
+    app.command()(place)
+    app.command()(estimate)
+    app.command(context_settings={"allow_interspersed_args": False})(run)
 
 
 def place(
@@ -188,9 +192,3 @@ def _num(value) -> str:
 
 def _basis(row: dict) -> str:
     return f"measured ({row['results']})" if row["basis"] == "measured" else "model"
-
-
-app = command_group("Decisions for a new job: place, estimate, run.")
-app.command()(place)
-app.command()(estimate)
-app.command(context_settings={"allow_interspersed_args": False})(run)

@@ -26,7 +26,7 @@ from sqlalchemy import String, case, cast, func, select
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.report.query import (
-    FIELD_SQL, RECORDED_PLACEMENT, RESULTS, Filters, GroupLookup, conditions, exact_text, workloads,
+    FIELD_SQL, GPU_LIST, RECORDED_PLACEMENT, RESULTS, Filters, GroupLookup, conditions, exact_text, workloads,
 )
 from wirewise.orchestrator.report.stats import stats_of
 from wirewise.orchestrator.store import Store
@@ -47,7 +47,7 @@ STAT_NAMES = ("median", "min", "max", "count", "spread")
 # What a run that did not record its placement is placed by: the node's wiring and its GPUs.
 _UNRECORDED = {
     "node": RESULTS.node, "fingerprint": RESULTS.fingerprint, "gpu_count": RESULTS.gpu_count,
-    "gpu_list": cast(RESULTS.gpus, String),
+    "gpu_list": GPU_LIST,
 }
 
 
@@ -94,12 +94,10 @@ def _buckets(store: Store, filters: Filters, workload: str, fields: tuple[str, .
         found = session.connection().execute(query).mappings().all()
     buckets: dict[tuple, Bucket] = {}
     for group in found:
-        placement = group["placement"] if derive else None
-        if derive and placement is None:
-            placement = placements.placement(
-                group["unrecorded_node"], group["unrecorded_fingerprint"], group["unrecorded_gpu_count"] or 0,
-                group["unrecorded_gpu_list"],
-            )
+        placement = placements.placement(
+            group["placement"], group["unrecorded_node"], group["unrecorded_fingerprint"], group["unrecorded_gpu_count"],
+            group["unrecorded_gpu_list"],
+        ) if derive else None
         if filters.placement is not None and placement != filters.placement:
             continue
         case_values = tuple(placement if name == "placement" else group[name] for name in fields)

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import String, func, select, type_coerce
+from sqlalchemy import String, cast, func, select, type_coerce
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -27,7 +27,7 @@ from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import CampaignRow, NodeRow, NodeTopologyRow, ResultRow, TopologyRow
 
 # The tables' Core columns: statements of columns, not ORM attributes, skip the ORM's
-# compilation and mapper set-up (30 ms of a `wirewise results` that takes 300).
+# compilation and mapper set-up (together 30 ms of a `wirewise results` under cProfile).
 RESULTS = ResultRow.__table__.c
 CAMPAIGNS = CampaignRow.__table__.c
 
@@ -52,6 +52,7 @@ def _json(value):
 RANKS = func.coalesce(func.nullif(RESULTS.gpu_count, 0), RESULTS.world_size, 0)  # GPUs, or ranks for CPU runs
 TRANSPORT = func.coalesce(RESULTS.params["transport"].as_string(), "default")
 RECORDED_PLACEMENT = RESULTS.params["placement"].as_string()  # None: derive it (GroupLookup)
+GPU_LIST = cast(RESULTS.gpus, String)  # the GPUs as JSON text: PostgreSQL can neither group nor compare json
 
 # Each field results can be grouped by, as SQL (placement: where recorded; see GroupLookup).
 FIELD_SQL = {
@@ -89,7 +90,7 @@ def _exact_text_sqlite(element, compiler, **kw) -> str:
 # match, every column read costs (a collective query over 1M rows reads a third less).
 _COMMON = (
     RESULTS.id, RESULTS.workload, RESULTS.source, RESULTS.status, RESULTS.campaign, RESULTS.node,
-    RESULTS.fingerprint, RESULTS.fabric, _raw(RESULTS.gpus).label("gpu_list"), RESULTS.gpu_count,
+    RESULTS.fingerprint, RESULTS.fabric, GPU_LIST.label("gpu_list"), RESULTS.gpu_count,
     RESULTS.world_size, _raw(RESULTS.started_at).label("started_at"), RESULTS.task_id,
     TRANSPORT.label("transport"), RECORDED_PLACEMENT.label("recorded_placement"),
 )
@@ -293,8 +294,9 @@ def _fact(row, groups: GroupLookup) -> dict[str, Any]:
     gpu_list = fact.pop("gpu_list")
     fact["device"] = "gpu" if fact["gpu_count"] else "cpu"
     fact["gpus"] = fact["gpu_count"] or fact["world_size"] or 0
-    recorded = fact.pop("recorded_placement")
-    fact["placement"] = recorded or groups.placement(fact["node"], fact["fingerprint"], fact["gpu_count"], gpu_list)
+    fact["placement"] = groups.placement(
+        fact.pop("recorded_placement"), fact["node"], fact["fingerprint"], fact["gpu_count"], gpu_list,
+    )
     peaks = _json(fact["peak_mem_bytes"])
     fact["peak_mem_bytes"] = max(peaks) if peaks else None
     return fact
@@ -309,15 +311,19 @@ class GroupLookup:
     _placements: dict[tuple, str | None] = field(default_factory=dict)
     _loaded: bool = False
 
-    def placement(self, node: str | None, fingerprint: str | None, gpu_count: int, gpu_list) -> str | None:
-        """'packed': every GPU in one NVLink group; 'spread': across groups; None when it cannot
-        be told (one GPU or none, no wiring stored, a wiring without disjoint groups).
-        `gpu_list` is the stored JSON of the GPUs used (decoded only here)."""
-        if gpu_count < 2 or fingerprint is None:
+    def placement(self, recorded: str | None, node: str | None, fingerprint: str | None, gpu_count: int | None,
+                  gpu_list: str | None) -> str | None:
+        """The placement a run recorded; else 'packed' (every GPU in one NVLink group) or
+        'spread' (across groups) from the node's wiring; None when it cannot be told (one GPU
+        or none, no wiring stored, a wiring without disjoint groups). `gpu_list` is the GPUs
+        used as JSON text (GPU_LIST), decoded only here."""
+        if recorded is not None:
+            return recorded
+        if not gpu_count or gpu_count < 2 or fingerprint is None:
             return None
-        key = (node, fingerprint, gpu_list if isinstance(gpu_list, str) else tuple(gpu_list))
+        key = (node, fingerprint, gpu_list)
         if key not in self._placements:  # a history repeats few GPU sets: decode and test each once
-            self._placements[key] = self._classify(node, fingerprint, _json(gpu_list))
+            self._placements[key] = self._classify(node, fingerprint, json.loads(gpu_list))
         return self._placements[key]
 
     def _classify(self, node: str | None, fingerprint: str, gpus: list[int]) -> str | None:

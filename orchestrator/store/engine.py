@@ -86,7 +86,8 @@ def make_engine(url: str) -> Engine:
         cur.execute("PRAGMA synchronous=NORMAL")
         # Read pages straight from the OS cache instead of copying each through read(): a
         # results query over a large history reads tens of thousands of rows at random
-        # (a quarter faster on a 1 GB store, tests/benchmarks/bench_results.py).
+        # (34,000 rows from the 1 GB store of tests/benchmarks/bench_results.py: 190 -> 131 ms
+        # through sqlite3 alone).
         cur.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         cur.close()
 

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,13 +50,22 @@ def wait_for(path: Path, timeout: float = BUSY_CLUSTER_S) -> dict:
     raise AssertionError(f"{path} never appeared")
 
 
-def started(job_id: str) -> list[int]:
-    """The GPUs a job holds once it runs."""
-    deadline = time.monotonic() + BUSY_CLUSTER_S
-    while (gpus := job_gpus(job_id)) is None:
-        assert time.monotonic() < deadline, f"job {job_id} did not start in {BUSY_CLUSTER_S} s (test cluster busy?)"
-        time.sleep(0.3)
-    return gpus
+@contextmanager
+def holding_gpus(cluster, count: int):
+    """Another job holding `count` GPUs of the node while the block runs; yields the GPUs it
+    holds once it has started (Slurm gives the lowest free ones)."""
+    job_id = subprocess.run(
+        ["sbatch", "--parsable", "-p", cluster.partition, f"--gpus-per-node={count}", "-t", "10", "-o", "/dev/null",
+         "--wrap", "sleep 600"], capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    try:
+        deadline = time.monotonic() + BUSY_CLUSTER_S
+        while (gpus := job_gpus(job_id)) is None:
+            assert time.monotonic() < deadline, f"job {job_id} did not start in {BUSY_CLUSTER_S} s (test cluster busy?)"
+            time.sleep(0.3)
+        yield gpus
+    finally:
+        subprocess.run(["scancel", job_id], check=False)
 
 
 @pytest.fixture
@@ -100,12 +110,7 @@ def test_whole_node_job_gets_its_arguments_pinned_gpus_and_strategy(slurm_cluste
 def test_shared_job_reads_back_slurms_gpus_and_warns_when_worse(slurm_cluster, fabric_feature, tmp_path, db_url) -> None:
     """A job holding 3 GPUs first: Slurm hands out the lowest free GPUs (3 and 4, across the
     quads) while a pair inside the second quad was free."""
-    blocker = subprocess.run(
-        ["sbatch", "--parsable", "-p", slurm_cluster.partition, "--gpus-per-node=3", "-t", "10", "-o", "/dev/null",
-         "--wrap", "sleep 600"], capture_output=True, text=True, check=True,
-    ).stdout.strip()
-    try:
-        held = started(blocker)
+    with holding_gpus(slurm_cluster, 3) as held:
         result = run_json(
             "--gpus", "2", "--model", "mistral-7b", "--gpu-mem-gb", "141", "-f", str(NVL_QUADS),
             "--node", slurm_cluster.node, "-p", slurm_cluster.partition, "-t", "5",
@@ -113,8 +118,6 @@ def test_shared_job_reads_back_slurms_gpus_and_warns_when_worse(slurm_cluster, f
         )
         assert result["gpus"] == job_gpus(result["job_id"])
         subprocess.run(["scancel", result["job_id"]], check=False)
-    finally:
-        subprocess.run(["scancel", blocker], check=False)
     assert result["mode"] == "shared" and result["constraint"] == "nvlink-groups"
     wiring = Wiring.of(read_topology(NVL_QUADS))
     assert result["predicted_busbw_gbs"] == wiring.model_busbw(tuple(result["gpus"]))
@@ -139,15 +142,8 @@ def test_place_on_a_slurm_node_leaves_out_the_gpus_jobs_hold(slurm_cluster, db_u
     from tests.placement.history import plant_all_reduce
 
     plant_all_reduce(db_url, read_topology(NVL_QUADS), slurm_cluster.node, {})
-    blocker = subprocess.run(
-        ["sbatch", "--parsable", "-p", slurm_cluster.partition, "--gpus-per-node=2", "-t", "10", "-o", "/dev/null",
-         "--wrap", "sleep 600"], capture_output=True, text=True, check=True,
-    ).stdout.strip()
-    try:
-        held = started(blocker)
+    with holding_gpus(slurm_cluster, 2) as held:
         out = json.loads(wirewise("place", "--json", "--gpus", "4", "--node", slurm_cluster.node, "--db", db_url, check=True).stdout)
-    finally:
-        subprocess.run(["scancel", blocker], check=False)
     assert out["free_source"].startswith("slurm")
     assert not set(held) & set(out["free"]) and len(out["free"]) <= 6
     if held == [0, 1] and out["free"] == [2, 3, 4, 5, 6, 7]:
