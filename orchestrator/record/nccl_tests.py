@@ -811,8 +811,6 @@ def _record_id(run_id: str, row: Row, occurrence: int, in_place: bool) -> str:
     timing = row.in_place if in_place else row.out_of_place
     values = [row.size, row.count, row.type, row.redop, row.root, occurrence, in_place,
               timing.time_us, timing.algbw_gbs, timing.busbw_gbs, timing.wrong]
-    if timing.error is not None:
-        values.append(timing.error)
     digest = hashlib.sha256(f"{run_id}:{json.dumps(values)}".encode()).hexdigest()
     return f"nccl-tests:{digest[:32]}"
 
@@ -847,6 +845,8 @@ def _extra(section: Section, ranks: Ranks) -> dict[str, Any]:
         # every host is known only when every rank line is shown
         "node_count": len(hosts) if hosts and ranks.exact and ranks.source == "rank lines" else None,
         "ranks_exact": ranks.exact, "ranks_from": ranks.source, "log_line": section.first_line,
+        # what the record is known by: the run's own lines, or (an excerpt of rows only) its figures
+        "identified_by": "run" if section.devices or section.has_preamble else "figures",
     }
     names = list(dict.fromkeys(d.name for d in section.devices))
     if names:
@@ -872,10 +872,19 @@ class LogImport:
         return [record for result in self.results for record in result.records]
 
     def store(self, store: Store) -> int:
-        """Save the node's wiring (when given) and the records; returns how many records were new."""
-        from wirewise.orchestrator.record.ingest import store_measurement
+        """Save the node's wiring (when given) and the records; returns how many records were new.
+        Rows of an excerpt that shows no line of its run (no rank, settings or version line)
+        cannot be known by their run: those whose figures are stored already (the same log
+        imported whole) are not stored again."""
+        from wirewise.orchestrator.record.ingest import stored_figures, store_measurement
 
-        return store_measurement(store, self.records, self.topology, self.node)
+        records = self.records
+        excerpt = [r for r in records if r.extra.get("identified_by") == "figures" and r.bytes is not None]
+        if excerpt:
+            known = stored_figures(store, "nccl-tests", {r.op for r in excerpt}, {r.bytes for r in excerpt})
+            repeated = {r.record_id for r in excerpt if _figures(r) in known}
+            records = [r for r in records if r.record_id not in repeated]
+        return store_measurement(store, records, self.topology, self.node)
 
     def summary(self, new: int) -> dict[str, Any]:
         """What was imported, one entry per run: op, status, rows, ranks, hosts, peak busbw."""
@@ -890,6 +899,11 @@ class LogImport:
             "failed": [_section_summary(result) for result in self.results if result.status == "failed"],
             "skipped": self.skipped,
         }
+
+
+def _figures(record: ResultRecord) -> tuple:
+    return (record.op, record.bytes, record.count, record.dtype, record.in_place,
+            record.time_us, record.algbw_gbs, record.busbw_gbs)
 
 
 def read_log_file(
