@@ -387,8 +387,8 @@ def parse_log(text: str) -> list[Section]:
 def _read_failure(section: Section, number: int, line: str, match: re.Match) -> None:
     """The run's first failure line; what precedes the host on that line is a cut row."""
     if section.failure is None:
-        why = match["why"].strip().removesuffix("/").strip()
-        section.failure = _clean(f"{match['host'] + ': ' if match['host'] else ''}Test failure {match['where']} '{why}'")
+        why = match["why"].strip().removesuffix("/").strip()  # nccl-tests prints 'REASON / LAST ERROR'
+        section.failure = _clean(f"{match.group(0)[: match.start('why') - match.start()]}{why}'")
         section.failure_line = number
     before = line[: match.start()].split()
     if before and _looks_like_row(before):
@@ -656,14 +656,15 @@ def validation_failure(section: Section, ranks: Ranks) -> tuple[str | None, dict
                 continue
             wrong[(index, in_place)] = timing.wrong
             if timing.wrong:
-                reasons.append(f"{timing.wrong} wrong elements at {row.size} B")
+                reasons.append(f"{timing.wrong} wrong elements at {row.size} B {'in place' if in_place else 'out of place'}")
             elif timing.error is not None:
                 limit = _tolerance(row.type, ranks.count)
                 if limit is None:
                     continue
                 wrong[(index, in_place)] = int(timing.error > limit)
                 if timing.error > limit:
-                    reasons.append(f"error {timing.error:g} at {row.size} B exceeds {row.type}'s tolerance {limit:.3g}")
+                    form = "in place" if in_place else "out of place"
+                    reasons.append(f"error {timing.error:g} at {row.size} B {form} exceeds {row.type}'s tolerance {limit:.3g}")
     if not reasons:
         return None, wrong
     shown = reasons[:3] + ([f"{len(reasons) - 3} more"] if len(reasons) > 3 else [])
