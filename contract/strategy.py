@@ -14,16 +14,16 @@ Model states per rank, Psi parameters (the paper's mixed-precision Adam, K = 12)
     accounting "article" 2 + 2 + 8   -> DDP 12, ...  (bf16 params and grads, fp32 Adam moments,
                                         no master copy: the seed article's 87 GB for Mistral-7B)
 
-Traffic per step (the paper, section 7.2; the seed article, Part 2): every strategy moves the
-whole model's gradients and, where the parameters are sharded or the update is, the whole
-model's parameters, as collectives over the N ranks:
+Traffic per step (the paper, section 7, "Communication Analysis of ZeRO-DP"; the seed article,
+Part 2): every strategy moves the whole model's gradients and, where the parameters or their
+update are sharded, the whole model's parameters, as collectives over the N ranks:
     DDP            all-reduce of the gradients                          2 Psi per rank
     ZeRO-1, ZeRO-2 reduce-scatter of the gradients, all-gather of the
                    updated parameters after the step                    2 Psi
     ZeRO-3, FSDP   all-gather of the parameters in the forward and again
                    in the backward, reduce-scatter of the gradients     3 Psi (1.5 x DDP)
 Each `Traffic` entry is one of those collectives with what a step model needs of it: the op
-(for its measured busbw), the buffer as a multiple of the model's bytes (`payload`), the bytes
+(for its measured busbw), the buffer in multiples of the model (`payload`, normally 1), the bytes
 per element on the wire at each precision, when it runs (forward, backward, or at the step with
 no compute left to hide behind), whether the implementation overlaps it with compute, and
 how it is cut into calls (buckets or one call per layer, which sets the message sizes).

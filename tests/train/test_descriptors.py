@@ -1,5 +1,5 @@
 """The strategy descriptors (wirewise.registry.STRATEGIES) against their sources: the ZeRO paper's
-model-state bytes and traffic (arXiv 1910.02054, sections 5 and 7.2), the seed article's dial and
+model-state bytes and traffic (arXiv 1910.02054, sections 5 and 7), the seed article's dial and
 accounting, and the engine templates they name. What each strategy really holds is measured
 against the same descriptors in test_strategies.py."""
 
