@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from statistics import median
 
-from wirewise import registry
 from wirewise.errors import UserError
 from wirewise.orchestrator.advise.memory import (
     ACCOUNTINGS,
@@ -41,7 +40,7 @@ def estimate(
     """The estimate as the command prints it (--json)."""
     check_choice(accounting, ACCOUNTINGS, "accounting")
     for strategy in strategies or []:
-        check_choice(strategy, registry.STRATEGIES, "strategy")
+        check_choice(strategy, dial_order(), "strategy")
     if gpus < 1 or batch_size < 1 or (seq_len is not None and seq_len < 1):
         raise UserError("--gpus, --batch-size and --seq-len must be at least 1")
     shape = model_shape(model, seq_len)

@@ -45,7 +45,7 @@ def test_a_plugin_strategy_is_planned_estimated_run_and_drawn(tmp_path, train_en
     plugin = install_plugin(tmp_path / "plugins", ONE_LINE)
     refused = wirewise("estimate", "-m", "mistral-7b", "--gpus", "4", "--strategy", NAME)
     assert refused.returncode == 2 and refused.stderr == f"wirewise: error: unknown strategy {NAME!r} " \
-        "(use one of ddp, fsdp, zero1, zero2, zero3)\n"
+        "(use one of ddp, zero1, zero2, zero3, fsdp)\n"
 
     # estimated: by its descriptor's ZeRO stage (2 + 14/N bytes per parameter), in its place on the dial
     rows = estimate("--accounting", "zero", env=plugin)
@@ -93,5 +93,9 @@ def test_a_bad_plugin_is_one_line_and_exit_2(tmp_path, line, message):
     proc = wirewise("estimate", "-m", "mistral-7b", "--gpus", "4", env=plugin)
     assert proc.returncode == 2 and proc.stderr.startswith("wirewise: error: ") and message in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1
-    # a built-in strategy needs no plug-in, so a broken one does not stand in its way
-    assert list(estimate("--strategy", "fsdp", env=plugin)) == ["fsdp"]
+    # checking a built-in name reads no plug-in, so a broken one does not stand in the way of a plan
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "builtin", "workloads": [
+        {"train": {"models": ["tiny-mistral"], "strategies": ["fsdp"], "steps": 1}, "axes": {"gpus": [2]}}]}))
+    tasks = wirewise_json("campaign", "plan", str(spec), "--topology-file", str(NVL_QUADS), env=plugin)["tasks"]
+    assert [t["params"]["strategy"] for t in tasks] == ["fsdp"]
