@@ -486,6 +486,8 @@ def _section_fields(
         params={"log": Path(file_name).name, "section": index, "test": section.test, **section.settings,
                 "cuda_graph": bool(section.settings.get("graph"))},
         node=node,
+        node_count=len(hosts) or 1,
+        nodes=hosts,
         gpus=sorted({d.device for d in on_node}),
         gpu_count=len(section.devices),
         world_size=len(section.devices) or None,
