@@ -64,15 +64,13 @@ class Peers:
 
     def describe(self, **info: Any) -> None:
         """What the others learn about this node (name, fingerprint, wiring)."""
-        self.info.update(info)
-        self._write()
+        self._write(info)
 
     def end(self, report: dict[str, Any]) -> None:
         """This node's last word: how its ranks ended ("status", "error") and their files."""
         self._stop.set()
         self._beating.join()
-        self.info.update(report, state="ended")
-        self._write()
+        self._write({**report, "state": "ended"})
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -147,8 +145,9 @@ class Peers:
             if doc.get("state") == "ended":
                 self.ended[k] = doc
 
-    def _write(self) -> None:
-        with self._lock:
+    def _write(self, update: dict[str, Any] | None = None) -> None:
+        with self._lock:  # the beat thread writes too
+            self.info.update(update or {})
             text = json.dumps({**self.info, "beat": self.beats}, default=str)
             with open(self.path, "w", encoding="utf-8") as fh:
                 fh.write(text)
