@@ -10,7 +10,7 @@ Across nodes, each supervisor reads its node rank (SLURM_NODEID) and the step's 
 (SLURM_JOB_NODELIST, expanded by submitit's own hostlist code) from the environment, without
 running a Slurm command; the first host is the master address. The supervisors watch each
 other through the run folder (wirewise.jobs.peers), so a failure on any node ends the task on
-every node within FAILURE_GRACE_S, and a lost node within PEER_SILENCE_S.
+every node within FAILURE_GRACE_S, and a lost node within PEER_SILENCE_S (wirewise.jobs.peers).
 
 Each rank is a `python -P -m wirewise.jobs.worker` process in its own session, so a failed or hung run
 is ended whole (process group kill) within the timeout and leaves no orphans. Ranks write

@@ -108,6 +108,10 @@ def test_nodes_differ_and_each_reports_its_own_wiring(multinode, tmp_path):
 
 
 def test_a_two_node_campaign_task_is_one_record_naming_both_nodes(multinode, tmp_path, db_url):
+    """`wirewise campaign submit` (submitit's sbatch, one step over wwn1 and wwn2): the two gloo
+    ranks can meet only over the bridge (each node's 127.0.0.1 is its own), form one world of 2,
+    and the nodes share one attempt (they chose different ones before: a first run stored as
+    attempt 2, under the first node's name only)."""
     task = submit_two_node_task(tmp_path, multinode, db_url, QUICK, "two-nodes")
     done = watch("two-nodes", db_url)
     assert done["counts"] == {"ok": 1} and done["tasks"][0]["attempt"] == 1
