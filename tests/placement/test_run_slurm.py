@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from tests.conftest import wirewise
 from tests.topology.common import NVL_QUADS
-from wirewise.orchestrator.placement.free import job_gpus
+from wirewise.orchestrator.slurm.nodes import job_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import PlacedJobRow
