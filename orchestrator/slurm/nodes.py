@@ -93,9 +93,8 @@ def hostnames(hostlist: str) -> list[str]:
     JobEnvironment reads SLURM_JOB_NODELIST with), after counting the names without expanding."""
     from submitit.slurm.slurm import SlurmParseException, _parse_node_list
 
-    count = _host_count(hostlist)
-    if count > MAX_HOSTS:
-        raise UserError(f"node list {hostlist[:60]!r} names {count} nodes, more than {MAX_HOSTS}")
+    if _host_count(hostlist) > MAX_HOSTS:
+        raise UserError(f"node list {hostlist[:60]!r} names more than {MAX_HOSTS} nodes")
     try:
         return _parse_node_list(hostlist)
     except SlurmParseException:
