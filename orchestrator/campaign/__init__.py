@@ -29,7 +29,7 @@ def target_topology(spec: CampaignSpec, topology_file: str | None, node: str | N
     """The wiring to plan on: a saved `nvidia-smi topo -m`, a stored node, the stored wiring
     the spec's target.fingerprint names, or (an executor that runs here) this machine; None: no
     GPU here, so CPU ranks."""
-    from wirewise.orchestrator.executor import executor
+    from wirewise.orchestrator.executor import executor_named
     from wirewise.topology import read_topology
 
     if topology_file and node:
@@ -41,7 +41,7 @@ def target_topology(spec: CampaignSpec, topology_file: str | None, node: str | N
         from wirewise.orchestrator.store.topology import load_topology
 
         return load_topology(Store(db), node=node, fingerprint=None if node else spec.target.fingerprint)
-    if not executor(spec.target.executor).runs_here:
+    if not executor_named(spec.target.executor).runs_here:
         raise UserError("which nodes does this campaign run on? Plan on their wiring: --topology-file FILE "
                         "(`nvidia-smi topo -m` of one), --node NAME (stored with `topo save`), or target.fingerprint")
     try:
@@ -74,7 +74,7 @@ def submission_for(spec: CampaignSpec, gpus_per_node: int | None, runs, executor
     """The bundles and arrays for these runs, and the job each element asks for (checked here,
     before anything is recorded)."""
     from wirewise.orchestrator.campaign.submit import job_request, prepare
-    from wirewise.orchestrator.executor import executor as executor_named
+    from wirewise.orchestrator.executor import executor_named
 
     request = job_request(spec.target, spec.name, gpus_per_node, root)
     return prepare(runs, spec.target, request, executor_named(executor), dry_run)
@@ -123,7 +123,7 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
     the arrays already sent are cancelled, and SubmissionRefused goes up."""
     from wirewise.orchestrator.campaign.bundle import Bundle
     from wirewise.orchestrator.campaign.track import collect_campaign
-    from wirewise.orchestrator.executor import executor as executor_named
+    from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import SubmissionRefused
     from wirewise.orchestrator.store.campaigns import set_submitted
 
@@ -187,13 +187,15 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
     spec = parse_spec(info.spec, f"campaign {name}")
     node = json.loads((Path(info.folder) / "plan.json").read_text()).get("node") or {}
     submission = submission_for(spec, node.get("gpus"), retry, info.executor, Path(info.folder))
-    before = {t.task_id: t for t in status.stored if t.task_id in dict(retry)}
-    set_statuses(store, {tid: "pending" for tid, _ in retry}, {tid: attempt for tid, attempt in retry})
+    retried = dict(retry)
+    before = [t for t in status.stored if t.task_id in retried]  # where each task was sent, its attempts
+    statuses = {t.task_id: t.status for t in status.tasks if t.task_id in retried}  # as collect just stored them
+    set_statuses(store, {tid: "pending" for tid in retried}, retried)
     try:
         return {**summary, **dispatch(store, name, submission, Path(info.folder), info.executor, on_task)}
     except SubmissionRefused as exc:
-        set_statuses(store, {t.task_id: t.status for t in before.values()}, {t.task_id: t.attempts for t in before.values()})
-        set_submitted(store, name, {t.task_id: (t.bundle, t.element) for t in before.values()}, [])
+        set_statuses(store, statuses, {t.task_id: t.attempts for t in before})
+        set_submitted(store, name, {t.task_id: (t.bundle, t.element) for t in before}, [])
         raise UserError(f"campaign {name}: {exc}; {REFUSED_CAMPAIGN}. Its tasks are as they were") from None
 
 
@@ -201,8 +203,8 @@ def cancel_campaign(store, name: str) -> dict[str, Any]:
     """Stop every element of the campaign still pending or running (scancel its arrays, or stop
     the run here)."""
     from wirewise.orchestrator.campaign.track import campaign_status
-    from wirewise.orchestrator.executor import executor
+    from wirewise.orchestrator.executor import executor_named
 
     status = campaign_status(store, name)
     live = [t.element for t in status.tasks if t.status in ("running", "pending") and t.element]
-    return {"campaign": name, **executor(status.campaign.executor).cancel(live)}
+    return {"campaign": name, **executor_named(status.campaign.executor).cancel(live)}

@@ -57,14 +57,14 @@ class CampaignStatus:
 
 
 def campaign_status(store: Store, name: str) -> CampaignStatus:
-    from wirewise.orchestrator.executor import executor
+    from wirewise.orchestrator.executor import executor_named
 
     info = campaign_info(store, name)
     folder = CampaignFolder(Path(info.folder))
     tasks = campaign_tasks(store, name)
     outcomes = {task.task_id: folder.outcome(task.task_id) for task in tasks}
     unfinished = [task for task in tasks if not _finished(outcomes[task.task_id], task)]
-    states = executor(info.executor).states([task.element for task in unfinished]) if unfinished else {}
+    states = executor_named(info.executor).states([task.element for task in unfinished]) if unfinished else {}
     status = CampaignStatus(info, stored=tasks)
     started: set[tuple] = set()  # elements whose first unfinished task was seen
     for task in tasks:

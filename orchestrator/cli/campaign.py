@@ -63,7 +63,7 @@ def submit(
 ) -> None:
     """Record the campaign and submit it: job arrays through submitit (slurm), or run it here (local)."""
     from wirewise.orchestrator.campaign import campaign_folder, plan_spec, submission_for, submit_spec
-    from wirewise.orchestrator.executor import check_name, executor as executor_named
+    from wirewise.orchestrator.executor import check_name, executor_named
     from wirewise.orchestrator.report.campaigns import submitted_lines
 
     if executor is not None:

@@ -3,7 +3,7 @@ one line per executor here. Adding one (Flux, Kubernetes) is a module with a cla
 implements wirewise.orchestrator.executor.core.Executor, and its line below; campaigns
 (`target.executor`, `campaign submit --executor`) and `wirewise run` reach it by name.
 
-    executor("slurm") -> Executor   an unknown name is one line that names the known ones
+    executor_named("slurm") -> Executor   an unknown name is one line that names the known ones
 """
 
 from __future__ import annotations
@@ -28,6 +28,6 @@ def check_name(name: str, option: str = "executor") -> str:
     return name
 
 
-def executor(name: str, option: str = "executor") -> Executor:
+def executor_named(name: str, option: str = "executor") -> Executor:
     module, _, cls = EXECUTORS[check_name(name, option)].partition(":")
     return getattr(importlib.import_module(module), cls)()

@@ -55,13 +55,13 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
 
 def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store) -> dict:
     """Submit, (shared) read back the GPUs Slurm gave, record. Returns the `run --json` object."""
-    from wirewise.orchestrator.executor import executor
+    from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import SubmissionRefused
 
     env = {STRATEGY_ENV: strategy} if strategy else {}
     pin = placement["gpus"] if request.whole_node else None
     try:
-        submitted = executor("slurm").submit(job_request(request, topo),
+        submitted = executor_named("slurm").submit(job_request(request, topo),
                                              CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
     except SubmissionRefused as exc:
         raise UserError(f"{exc}; {REFUSED_RUN}") from None

@@ -21,8 +21,8 @@ import yaml
 from tests.conftest import wirewise, wirewise_json
 from tests.topology.common import NVL_QUADS
 from wirewise.errors import UserError
-from wirewise.orchestrator.executor import EXECUTORS, executor
-from wirewise.orchestrator.executor.core import PENDING, Submitted, SubmissionRefused
+from wirewise.orchestrator.executor import EXECUTORS, executor_named
+from wirewise.orchestrator.executor.core import ENDED, PENDING, Submitted, SubmissionRefused
 from wirewise.orchestrator.executor.local import LocalExecutor, process_id
 from wirewise.orchestrator.store import Store
 
@@ -40,9 +40,9 @@ def spec_file(folder: Path, executor_name: str, **target) -> Path:
 
 def test_the_registry_and_an_unknown_name(tmp_path) -> None:
     assert sorted(EXECUTORS) == ["local", "slurm"]
-    assert executor("local").runs_here and not executor("slurm").runs_here
+    assert executor_named("local").runs_here and not executor_named("slurm").runs_here
     with pytest.raises(UserError, match=r"^executor 'flux': choose one of local, slurm$"):
-        executor("flux")
+        executor_named("flux")
     proc = wirewise("campaign", "submit", str(spec_file(tmp_path, "local")), "--executor", "flux", cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, "wirewise: error: --executor 'flux': choose one of local, slurm\n")
     proc = wirewise("campaign", "plan", str(spec_file(tmp_path, "flux")), "--topology-file", str(NVL_QUADS))
@@ -58,6 +58,7 @@ class QueueExecutor:
     runs_here: ClassVar[bool] = False
     calls: ClassVar[list[tuple]] = []
     refuse_from: ClassVar[int | None] = None
+    answer: ClassVar[str] = PENDING  # every element's state
 
     def parameters(self, request) -> dict[str, Any]:
         return {"queue_job": request.name, "minutes": request.time_min}
@@ -77,7 +78,7 @@ class QueueExecutor:
 
     def states(self, elements):
         self.calls.append(("states", sorted(elements)))
-        return {element: PENDING for element in elements}
+        return {element: self.answer for element in elements}
 
     def cancel(self, elements) -> dict[str, Any]:
         self.calls.append(("cancel", sorted(elements)))
@@ -89,6 +90,7 @@ def queue(monkeypatch):
     monkeypatch.setitem(EXECUTORS, "queue", f"{__name__}:QueueExecutor")  # the one registry line
     monkeypatch.setattr(QueueExecutor, "calls", [])
     monkeypatch.setattr(QueueExecutor, "refuse_from", None)
+    monkeypatch.setattr(QueueExecutor, "answer", PENDING)
     return QueueExecutor
 
 
@@ -119,6 +121,24 @@ def test_a_refused_array_cancels_what_went_out_and_records_nothing(tmp_path, db_
     assert not (tmp_path / "campaign").exists()
     queue.refuse_from = None
     assert submit_spec(Store(db_url), spec, plan, "queue")["arrays"]  # the same spec, submitted again
+
+
+def test_a_refused_resume_leaves_the_tasks_as_they_were(tmp_path, db_url, queue) -> None:
+    from wirewise.orchestrator.campaign import plan_spec, resume_campaign, submit_spec
+    from wirewise.orchestrator.store.campaigns import campaign_tasks
+
+    spec, plan = plan_spec(str(spec_file(tmp_path, "queue")), str(NVL_QUADS))
+    store = Store(db_url)
+    submit_spec(store, spec, plan, "queue")
+    queue.answer = ENDED  # the elements died without a word: their tasks are missing
+    queue.refuse_from = 2  # the resubmission is refused
+    with pytest.raises(UserError, match="the queue refused the job: full; .* Its tasks are as they were"):
+        resume_campaign(store, "seam", include_oom=False, max_attempts=3)
+    tasks = campaign_tasks(store, "seam")
+    assert {(t.status, t.attempts) for t in tasks} == {("missing", 1)}
+    assert {t.element for t in tasks} == {"q0_0", "q0_1", "q1_0"}
+    queue.refuse_from = None
+    assert resume_campaign(store, "seam", include_oom=False, max_attempts=3)["resubmitted"] == 3
 
 
 @pytest.fixture
