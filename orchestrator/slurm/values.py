@@ -7,7 +7,8 @@ in --output paths, which hold the job's folder.
 One pattern per kind of string, used by the campaign spec's fields and by every job request
 (wirewise.orchestrator.executor.core.JobRequest checks itself when it is made):
 
-    NAME        job and campaign names: letters, digits, '.', '_', '-'; at most 64
+    NAME        campaign names: letters, digits, '.', '_', '-'; at most 64
+    JOB_NAME    job names (wirewise-NAME): the same, at most 128
     WORD        partition, account, qos: Slurm names, comma-separated
     CONSTRAINT  a --constraint expression: features joined by & | , [ ] * ( ) ! :
     NODELIST    a node list such as gpu[01-04],gpu07
@@ -45,6 +46,7 @@ def _pattern(regex: str, what: str) -> Pattern:
 
 
 NAME = _pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "a name of letters, digits, '.', '_' and '-' (at most 64)")
+JOB_NAME = _pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a job name of letters, digits, '.', '_' and '-' (at most 128)")
 WORD = _pattern(r"[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*", "a Slurm name (letters, digits, '.', '_', '-', commas)")
 CONSTRAINT = _pattern(r"[A-Za-z0-9._&|,*\[\]()!:-]+", "a Slurm --constraint expression (features joined by & | , [ ] *)")
 NODELIST = _pattern(r"[A-Za-z0-9._,\[\]-]+", "a Slurm node list such as gpu[01-04],gpu07")
@@ -78,7 +80,7 @@ NUMBERS = {
     "gpus_per_node": Range(1, GPU_INDICES.largest + 1, "no node has more"),
     "parallelism": Range(1, 4_000_001, "Slurm's largest MaxArraySize"),
 }
-STRINGS = {"name": NAME, "partition": WORD, "account": WORD, "qos": WORD, "constraint": CONSTRAINT,
+STRINGS = {"name": JOB_NAME, "partition": WORD, "account": WORD, "qos": WORD, "constraint": CONSTRAINT,
            "nodelist": NODELIST, "folder": FOLDER}
 
 

@@ -50,6 +50,20 @@ def test_the_registry_and_an_unknown_name(tmp_path) -> None:
     assert not (tmp_path / "wirewise.db").exists()
 
 
+def test_a_job_request_checks_itself() -> None:
+    from wirewise.orchestrator.campaign.spec import parse_spec
+    from wirewise.orchestrator.campaign.submit import job_request
+    from wirewise.orchestrator.executor.core import JobRequest
+
+    longest = parse_spec({"name": "n" * 64, "workloads": [{"collectives": QUICK}], "target": {"executor": "slurm"}})
+    request = job_request(longest.target, longest.name, 8, Path("/shared/c"))
+    assert request.name == "wirewise-" + "n" * 64 and request.folder == Path("/shared/c/submitit")
+    with pytest.raises(UserError, match=r"^-p 'gpu\\n#SBATCH -A x': not a Slurm name"):
+        JobRequest(folder=Path("/tmp/j"), name="j", time_min=5, partition="gpu\n#SBATCH -A x", labels={"partition": "-p"})
+    with pytest.raises(UserError, match=r"^nodes 0: give a whole number from 1 to 65,536"):
+        JobRequest(folder=Path("/tmp/j"), name="j", time_min=5, nodes=0)
+
+
 class QueueExecutor:
     """A third executor, as a Flux or Kubernetes one would plug in: it queues elements (nothing
     runs), answers their states and cancels them, and says no to its `refuse_from`-th array."""
