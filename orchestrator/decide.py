@@ -33,8 +33,8 @@ def existing_store(db: str | None):
     return Store(url)
 
 
-def node_topology(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
-    """(the wiring, whether it is this machine's, probed live)."""
+def placement_wiring(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
+    """The wiring to place on: (the topology, whether it is this machine's, probed live)."""
     from wirewise.orchestrator.store.topology import load_topology
 
     if topology_file is not None:
@@ -95,7 +95,7 @@ def placement_for(
     from wirewise.orchestrator.placement.place import place
 
     store = existing_store(db)
-    topo, live = node_topology(topology_file, node, store)
+    topo, live = placement_wiring(topology_file, node, store)
     given = sorted(parse_ranges(free, GPU_INDICES, option="--free")) if free is not None else None
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))

@@ -137,12 +137,14 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
 
     bundle = Bundle(on_each if runner.runs_here else None)  # a callback cannot travel to a node
     sent: list[str] = []
+    arrays: list[str] = []
 
     def record(indices: range):
         def on_submitted(submitted) -> None:
             placed = {tid: (i, element) for i, element in zip(indices, submitted.elements) for tid, _ in submission.bundles[i]}
             set_submitted(store, name, placed, [submitted.array] if submitted.array else [])
             sent.extend(submitted.elements)
+            arrays.extend([submitted.array] if submitted.array else [])
         return on_submitted
 
     try:
@@ -153,9 +155,8 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
         if sent:
             runner.cancel(sent)
         raise
-    arrays = sorted({element.split("_")[0] for element in sent})
     if not runner.runs_here:
-        return {"campaign": name, "executor": executor, "folder": str(root), "arrays": arrays, **submission.to_json()}
+        return {"campaign": name, "executor": executor, "folder": str(root), "arrays": sorted(arrays), **submission.to_json()}
     collected, status = collect_campaign(store, name)
     return {"campaign": name, "executor": executor, "folder": str(root), "ran": len(ran),
             "stored_records": collected.new, "counts": status.counts, **submission.to_json()}
