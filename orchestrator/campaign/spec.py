@@ -180,6 +180,7 @@ class Target(BaseModel):
     qos: SlurmWord | None = None
     constraint: Constraint | None = None
     nodelist: NodeList | None = None
+    reservation: SlurmWord | None = None  # run inside this Slurm reservation
     fingerprint: Fingerprint | None = None
     fabric: Fabric | None = None
     time: SlurmTime = "01:00:00"
@@ -231,18 +232,9 @@ class CampaignSpec(BaseModel):
 
 def load_spec(path: str | Path) -> CampaignSpec:
     """The spec in a YAML file; UserError naming the file and the field for anything wrong."""
-    import yaml
+    from wirewise.yamlfile import read_yaml
 
-    path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise UserError(f"cannot read campaign spec {str(path)!r}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where else ""
-        raise UserError(f"{path}: not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
-    return parse_spec(doc, str(path))
+    return parse_spec(read_yaml(path, "campaign spec"), str(path))
 
 
 def parse_spec(doc: Any, source: str = "spec") -> CampaignSpec:

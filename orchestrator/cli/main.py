@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import bench, campaign, collect, db, estimate, importer, place, results, run, topo
+from wirewise.orchestrator.cli import baseline, bench, campaign, collect, db, doctor, estimate, fleet, importer, place, results, run, topo
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -27,6 +27,9 @@ app.command()(place.place)
 app.command()(estimate.estimate)
 run.register(app)
 app.add_typer(results.app)
+app.command()(doctor.doctor)
+app.add_typer(baseline.app, name="baseline")
+app.add_typer(fleet.app, name="fleet")
 
 
 def _version(value: bool) -> None:

@@ -53,6 +53,7 @@ class JobRequest:
     qos: str | None = None
     constraint: str | None = None
     nodelist: str | None = None
+    reservation: str | None = None  # run inside this reservation (a re-test on a node reserved for it)
     parallelism: int | None = None  # array elements running at once
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)  # field -> what a person wrote
 
@@ -69,7 +70,7 @@ class JobRequest:
             held.append("whole nodes")
         if self.cpus_per_task:
             held.append(f"{self.cpus_per_task} CPU(s) per task")
-        for key in ("partition", "account", "qos", "constraint", "nodelist"):
+        for key in ("partition", "account", "qos", "constraint", "nodelist", "reservation"):
             if getattr(self, key):
                 held.append(f"{key} {getattr(self, key)}")
         held.append(f"{self.time_min} min")

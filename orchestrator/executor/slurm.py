@@ -56,6 +56,8 @@ class SlurmExecutor:
                     "slurm_account": request.account, "slurm_qos": request.qos,
                     "slurm_constraint": request.constraint, "slurm_nodelist": request.nodelist}
         parameters.update({key: value for key, value in optional.items() if value})
+        if request.reservation:  # submitit has no parameter of its own for it
+            parameters["slurm_additional_parameters"] = {"reservation": request.reservation}
         return parameters
 
     def array_limit(self, dry_run: bool = False) -> int | None:

@@ -209,3 +209,87 @@ class PlacedJobRow(Base):
     warnings: Mapped[list[Any]]
     folder: Mapped[str] = mapped_column(Text)  # submitit's folder: the job's logs
     submitted_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class BaselineRow(Base):
+    """An imported baseline (`wirewise baseline import`): what a node type is expected to
+    measure in one case, with what it rests on (wirewise.orchestrator.health.baseline). The
+    history's own baselines are computed from the results, never stored."""
+
+    __tablename__ = "baselines"
+    __table_args__ = (UniqueConstraint("fingerprint", "workload", "case_key", "origin"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), index=True)
+    workload: Mapped[str] = mapped_column(String(16))
+    case_key: Mapped[str] = mapped_column(Text)  # the case as sorted JSON: one row per case and file
+    case: Mapped[dict[str, Any]]
+    metric: Mapped[str] = mapped_column(String(32))
+    median: Mapped[float]
+    spread: Mapped[float]
+    results: Mapped[int]
+    nodes: Mapped[int]
+    sources: Mapped[dict[str, Any]]
+    origin: Mapped[str] = mapped_column(String(4096))  # the file it was imported from
+    imported_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class NodeCheckRow(Base):
+    """One judgement of one node (doctor, a health check, a prolog, a confirmation, a re-test):
+    which rules judged it and whether it was healthy. A node's verdict is its open findings,
+    as of its latest check."""
+
+    __tablename__ = "node_checks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    node: Mapped[str] = mapped_column(String(255), index=True)
+    source: Mapped[str] = mapped_column(String(32))
+    rules: Mapped[list[str]]
+    healthy: Mapped[bool]
+    findings: Mapped[int]
+    checked_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class FindingRow(Base):
+    """A rule that fired on a node (wirewise.orchestrator.health.findings.Finding), open until a
+    later judgement of the same rule finds it no more or a re-test passes."""
+
+    __tablename__ = "findings"
+    __table_args__ = (Index("ix_findings_node_status", "node", "status"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    node: Mapped[str] = mapped_column(String(255))
+    rule: Mapped[str] = mapped_column(String(64))
+    key: Mapped[str] = mapped_column(Text)  # the case: a later judgement of the same one replaces it
+    metric: Mapped[str] = mapped_column(String(255))
+    delta: Mapped[str] = mapped_column(String(64))
+    evidence: Mapped[str] = mapped_column(Text)
+    advice: Mapped[str] = mapped_column(Text)
+    gpus: Mapped[list[int] | None] = mapped_column(JSON)
+    measurement: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    reference: Mapped[dict[str, Any]]
+    source: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), default="open")  # open | cleared
+    confirmed: Mapped[bool] = mapped_column(default=False)  # a repeat of its measurement showed it again
+    opened_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    cleared_at: Mapped[datetime | None]
+    cleared_by: Mapped[str | None] = mapped_column(Text)
+
+
+class FleetActionRow(Base):
+    """The audit trail: every drain, re-test and resume wirewise did or refused, with its
+    evidence and who asked."""
+
+    __tablename__ = "fleet_actions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    node: Mapped[str] = mapped_column(String(255), index=True)
+    action: Mapped[str] = mapped_column(String(16))  # drain | retest | resume
+    outcome: Mapped[str] = mapped_column(String(32))  # drained, held, failed, passed, resumed, ...
+    reason: Mapped[str | None] = mapped_column(Text)  # the Slurm reason set or found
+    detail: Mapped[str | None] = mapped_column(Text)  # one line: why, or what Slurm said
+    evidence: Mapped[dict[str, Any]]  # the findings and measurements it rests on
+    asked_by: Mapped[str] = mapped_column(String(255))
+    campaign: Mapped[str | None] = mapped_column(String(255))  # the confirmation or re-test run
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
