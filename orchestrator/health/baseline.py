@@ -2,7 +2,7 @@
 
 A case is one measurement's identity on a wiring: for collectives the op, size, GPU-set shape
 (how many GPUs, packed or spread over NVLink groups), transport, in place or not and dtype;
-for training the model, strategy and GPU-set shape. A baseline is the median of every ok
+for training the model, strategy and GPU-set shape; either on GPUs or on CPU ranks. A baseline is the median of every ok
 result of the case and its spread (1.4826 x the median absolute deviation: a normal
 distribution's standard deviation, robust to the odd outlier), over repeats and nodes, with
 how many results and nodes it rests on and from which sources (imported nccl-tests logs
@@ -25,9 +25,9 @@ MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute 
 FORMAT = "wirewise-baselines"
 VERSION = 1
 # What tells cases apart, per workload; `metric` is what is judged.
-CASE_FIELDS = {
-    "collective": ("op", "bytes", "gpus", "placement", "transport", "in_place", "dtype"),
-    "train": ("model", "strategy", "gpus", "placement"),
+CASE_FIELDS = {  # device: gpu, or cpu for CPU ranks (gloo), which measure the host: never one baseline
+    "collective": ("op", "bytes", "device", "gpus", "placement", "transport", "in_place", "dtype"),
+    "train": ("model", "strategy", "device", "gpus", "placement"),
 }
 METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}
 

@@ -170,9 +170,12 @@ def _confirm_by(rows: list[dict]) -> list[str]:
         elif m.get("params") is None:
             said.append(f"{row['rule']}: nothing to repeat (its results are gone): not drained")
         else:
+            from wirewise.orchestrator.health.judge import _ranks
+
             case = m.get("case", {})
             what = case.get("op") or f"{case.get('model')} {case.get('strategy')}"
-            said.append(f"{row['rule']}: {what} on GPUs {m.get('gpus') or case.get('gpus')}, {m.get('repeats')} repeat(s)")
+            where = f"GPUs {','.join(map(str, m['gpus']))}" if m.get("gpus") else _ranks(case.get("device"), case.get("gpus"))
+            said.append(f"{row['rule']}: {what} on {where}, {m.get('repeats')} repeat(s)")
     return said
 
 
@@ -191,7 +194,7 @@ def _confirm_and_drain(store, rules, claims, by_node, partition, timeout_s, rule
             failing = [v.finding_id for v in run.verdicts if v.outcome == FAILING]
             confirm_findings(store, failing, {i: f"{_evidence(by_node[claim['node']], i)}; {evidence[i]}" for i in failing})
             beyond = " (beyond the guardrails, as --beyond-guardrails asked)" if claim["node"] in budget.passed_beyond else ""
-            apply_drain(store, claim, f"confirmed by a repeat{beyond}: {said}")
+            apply_drain(store, claim, f"confirmed{beyond}: {said}", run.campaign)
             report["drained"].append(item)
         elif run.outcome == PASSING:
             clear_findings(store, [v.finding_id for v in run.verdicts], f"confirm: the repeat passed ({run.campaign or 'live'})")

@@ -90,7 +90,7 @@ class Fallen:
 def allowed_drop(rule, spread: float, median: float, repeats: int) -> float:
     """The largest drop noise explains: max_drop, or `sigmas` standard errors of the node's median."""
     relative = spread / median if median else 0.0
-    return max(rule.max_drop, rule.sigmas * relative / math.sqrt(max(repeats, 1)))
+    return min(1.0, max(rule.max_drop, rule.sigmas * relative / math.sqrt(max(repeats, 1))))
 
 
 def _latest(members: list[dict[str, Any]], node: str, repeats: int) -> list[dict[str, Any]]:
@@ -148,8 +148,8 @@ def _size_label(case: dict[str, Any]) -> str:
 def _group(fingerprint: str, workload: str, case: dict[str, Any]) -> tuple:
     """What one finding covers: a collective's sizes and forms of one op, GPU set, transport and dtype."""
     if workload == "collective":
-        return (fingerprint, workload, case["op"], case["gpus"], case["placement"], case["transport"], case["dtype"])
-    return (fingerprint, workload, case["model"], case["strategy"], case["gpus"], case["placement"])
+        return (fingerprint, workload, case["op"], case["device"], case["gpus"], case["placement"], case["transport"], case["dtype"])
+    return (fingerprint, workload, case["model"], case["strategy"], case["device"], case["gpus"], case["placement"])
 
 
 def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fallen], min_share: float,
@@ -161,15 +161,15 @@ def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fall
     drop = statistics.median(s.drop for s in fallen)
     unit = "GB/s" if workload == "collective" else "tokens/s"
     if workload == "collective":
-        _, _, op, gpus, placement, transport, dtype = group
-        what = f"{op} on {gpus} GPU(s){f' ({placement})' if placement else ''}, transport {transport}, {dtype}"
+        _, _, op, device, gpus, placement, transport, dtype = group
+        what = f"{op} on {_ranks(device, gpus)}{f' ({placement})' if placement else ''}, transport {transport}, {dtype}"
         metric = f"{op}.busbw"
         advice = ("re-run the case on this node to confirm (`wirewise fleet drain` does, before it drains); then check "
                   "`wirewise doctor` on the node itself (NVLinks, PCIe), `nvidia-smi -q -d PERFORMANCE` for throttling, "
                   "and other jobs on the node")
     else:
-        _, _, model, strategy, gpus, placement = group
-        what = f"{model} {strategy} on {gpus} GPU(s){f' ({placement})' if placement else ''}"
+        _, _, model, strategy, device, gpus, placement = group
+        what = f"{model} {strategy} on {_ranks(device, gpus)}{f' ({placement})' if placement else ''}"
         metric = f"{model}.{strategy}.tokens_per_s"
         advice = "re-run the training case on this node to confirm; then check the node's collectives (`wirewise doctor`)"
     judged = f"{len(fallen)} of {len(sizes)} judged size(s) fell" if workload == "collective" else ""
@@ -187,8 +187,12 @@ def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fall
                                 "sizes": sorted({_size_of(s.label) for s in sizes}) if workload == "collective" else []})
 
 
-_GROUP_FIELDS = {"collective": ("op", "gpus", "placement", "transport", "dtype"),
-                 "train": ("model", "strategy", "gpus", "placement")}
+_GROUP_FIELDS = {"collective": ("op", "device", "gpus", "placement", "transport", "dtype"),
+                 "train": ("model", "strategy", "device", "gpus", "placement")}
+
+
+def _ranks(device: str, count) -> str:
+    return f"{count} CPU rank(s)" if device == "cpu" else f"{count} GPU(s)"
 
 
 def _size_of(label: str) -> int:
@@ -223,7 +227,7 @@ def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules, no
             continue
         reference = statistics.median(peers)
         value = statistics.median(m[METRIC[workload]] for m in per_node[node])
-        floor = reference * (1 - max(rule.max_drop, rule.sigmas * spread_of(peers, reference) / reference))
+        floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * spread_of(peers, reference) / reference)))
         label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
         groups[_group(key[0], workload, case)].append(Fallen(
             label, value, reference, floor, f"median of {len(peers)} peers", value < floor,

@@ -73,8 +73,14 @@ def run_all(store, rules: Rules, runs: list[NodeRun], partition: str | None, tim
         _submit(store, rules, run, partition, timeout_s, stamp, rules_file)
     deadline = time.monotonic() + timeout_s
     _wait(store, runs, deadline)
+    from wirewise.orchestrator.store.health import add_check
+
     for run in runs:
         run.verdicts = _judge(store, run)
+        judged = {f["rule"] for f, v in zip(run.findings, run.verdicts) if v.outcome != NOT_MEASURED}
+        if judged:
+            failing = sum(v.outcome == FAILING for v in run.verdicts)
+            add_check(store, run.node, run.purpose, judged, failing == 0, failing)
     return runs
 
 
@@ -97,7 +103,7 @@ def campaign_spec(name: str, run: NodeRun, measured: list[dict[str, Any]], rules
     from wirewise.orchestrator.run.folders import runs_root
 
     workloads = [_workload(f["measurement"], rules) for f in measured]
-    cpu = any(f["measurement"].get("device") == "cpu" for f in measured)
+    cpu = any("cpu" in (f["measurement"].get("device"), f["measurement"]["case"].get("device")) for f in measured)
     minutes = max(5, int(timeout_s // 60) + 2)
     target: dict[str, Any] = {
         "executor": "slurm", "nodelist": run.node, "time": str(minutes), "timeout_s": max(30.0, timeout_s - 30),

@@ -138,7 +138,7 @@ def drain_here(store, rules: Rules, outcome: NodeOutcome, role: str, detail: str
     outcome.drained = True
 
 
-def apply_drain(store, claim: dict[str, Any], detail: str | None = None) -> None:
+def apply_drain(store, claim: dict[str, Any], detail: str | None = None, campaign: str | None = None) -> None:
     """The claimed drain, through Slurm; its audit row says how it went."""
     from wirewise.orchestrator.slurm.command import SlurmError
     from wirewise.orchestrator.slurm.states import drain
@@ -149,7 +149,7 @@ def apply_drain(store, claim: dict[str, Any], detail: str | None = None) -> None
     except SlurmError as exc:
         set_outcome(store, claim["id"], "failed", str(exc))
         raise
-    set_outcome(store, claim["id"], DRAINED, detail)
+    set_outcome(store, claim["id"], DRAINED, detail, campaign)
 
 
 def most_severe(found: list[Finding]) -> Finding:
@@ -197,8 +197,7 @@ def prolog(store, rules: Rules, node: str, env: dict[str, str], deadline: float)
     setting = rules.prolog
     params = CollectiveParams(ops=[setting.op], min_bytes=setting.min_bytes, max_bytes=setting.max_bytes,
                               iters=setting.iters, warmup=setting.warmup, check=True)
-    backend = setting.backend or "nccl"
-    ranks = Ranks([] if backend == "gloo" else gpus, len(gpus), backend)
+    ranks = Ranks(gpus, len(gpus), setting.backend or "nccl")  # on the job's GPUs: fingerprinted with the node's wiring
     budget_s = max(1.0, deadline - time.monotonic() - 3.0)  # 3 s to judge, store and drain
     spec = params.to_task(ranks, timeout_s=budget_s, node=node)
     folder = Path(tempfile.mkdtemp(prefix="wirewise-prolog-"))

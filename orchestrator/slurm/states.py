@@ -66,10 +66,10 @@ def parse_sinfo(text: str) -> dict[str, NodeState]:
         partition = partition.rstrip("*")
         before = found.get(name)
         partitions = tuple(sorted({*(before.partitions if before else ()), partition}))
-        found[name] = NodeState(
-            name, state, partitions, None if reason in ("", "none", "(null)") else reason,
-            None if user in ("", "Unknown", "(null)") else user, None if when in ("", "Unknown", "(null)") else when,
-            responding=flag != "*",
+        reason = None if reason in ("", "none", "(null)") else reason
+        found[name] = NodeState(  # sinfo names a user and a time even where no reason is set
+            name, state, partitions, reason, user if reason and user not in ("Unknown", "(null)") else None,
+            when if reason and when not in ("Unknown", "(null)") else None, responding=flag != "*",
         )
     return found
 

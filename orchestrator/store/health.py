@@ -35,6 +35,11 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _plain(value: Any) -> Any:
+    """A JSON column's value with what JSON lacks (times) as text."""
+    return json.loads(json.dumps(value, default=str))
+
+
 # -- baselines ------------------------------------------------------------------------------
 def import_baselines(store: Store, baselines: list) -> dict[str, int]:
     """Store baselines read from a file: a case already imported from a file of the same name
@@ -104,7 +109,7 @@ def record_check(store: Store, node: str, source: str, rules: set[str], findings
                 kept.append(open_rows.pop(f.key).id)
             else:
                 new.append(session.execute(insert(FINDINGS).values(
-                    node=node, key=f.key, status=OPEN, confirmed=confirmed, opened_at=now, **values)).inserted_primary_key[0])
+                    node=node, key=f.key, status=OPEN, opened_at=now, **{"confirmed": confirmed, **values})).inserted_primary_key[0])
         cleared = [row.id for row in open_rows.values() if row.rule in rules]
         if cleared:
             session.execute(update(FINDINGS).where(FINDINGS.c.id.in_(cleared)).values(
@@ -112,6 +117,13 @@ def record_check(store: Store, node: str, source: str, rules: set[str], findings
         return {"check": check_id, "open": kept + new, "new": new, "cleared": cleared}
 
     return store.write(work)
+
+
+def add_check(store: Store, node: str, source: str, rules: set[str], healthy: bool, findings: int) -> int:
+    """A check of the node whose findings were stored or cleared one by one (a confirmation, a re-test)."""
+    return store.write(lambda session: session.execute(insert(CHECKS).values(
+        node=node, source=source, rules=sorted(rules), healthy=healthy, findings=findings, checked_at=utcnow(),
+    )).inserted_primary_key[0])
 
 
 def clear_findings(store: Store, ids: list[int], by: str) -> None:
@@ -163,14 +175,16 @@ def latest_checks(store: Store, nodes: list[str] | None = None) -> dict[str, dic
 def record_action(store: Store, node: str, action: str, outcome: str, asked_by: str, reason: str | None = None,
                   detail: str | None = None, evidence: dict[str, Any] | None = None, campaign: str | None = None) -> int:
     return store.write(lambda session: session.execute(insert(ACTIONS).values(
-        node=node, action=action, outcome=outcome, reason=reason, detail=detail, evidence=evidence or {},
+        node=node, action=action, outcome=outcome, reason=reason, detail=detail, evidence=_plain(evidence or {}),
         asked_by=asked_by, campaign=campaign, at=utcnow())).inserted_primary_key[0])
 
 
-def set_outcome(store: Store, action_id: int, outcome: str, detail: str | None = None) -> None:
+def set_outcome(store: Store, action_id: int, outcome: str, detail: str | None = None, campaign: str | None = None) -> None:
     values: dict[str, Any] = {"outcome": outcome}
     if detail is not None:
         values["detail"] = detail
+    if campaign is not None:
+        values["campaign"] = campaign
     store.write(lambda session: session.execute(update(ACTIONS).where(ACTIONS.c.id == action_id).values(**values)))
 
 
@@ -221,7 +235,7 @@ def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, ask
                 hour += 1
                 recent.add(item["node"])
             row = {"node": item["node"], "action": item.get("action", "drain"), "outcome": CLAIMED if why is None else "held",
-                   "reason": item["reason"], "detail": why, "evidence": item.get("evidence") or {},
+                   "reason": item["reason"], "detail": why, "evidence": _plain(item.get("evidence") or {}),
                    "asked_by": asked_by, "campaign": item.get("campaign"), "at": now}
             row["id"] = session.execute(insert(ACTIONS).values(**row)).inserted_primary_key[0]
             rows.append(row)
