@@ -20,6 +20,7 @@ ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="A regist
 BatchOption = Annotated[int, typer.Option("--batch-size", help="Micro-batch per GPU.")]
 SeqOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")]
 AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12 B/param (bf16 params+grads, fp32 moments); zero: 16 B/param (plus fp32 master).")]
+GpuNameOption = Annotated[str | None, typer.Option("--gpu-name", help="The GPUs' model as nvidia-smi -L prints it (e.g. 'NVIDIA H200'), for a saved matrix without names.")]
 GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
 
 
@@ -40,6 +41,7 @@ def place(
     seq_len: SeqOption = None,
     accounting: AccountingOption = "article",
     gpu_mem_gb: GpuMemOption = None,
+    gpu_name: GpuNameOption = None,
     across_nodes: Annotated[bool, typer.Option("--across-nodes", help="More GPUs than one node: choose stored nodes of one wiring first (fewest leaf switches), then GPUs on each.")] = False,
     db: DbOption = None,
     json: JsonOption = False,
@@ -53,6 +55,7 @@ def place(
     result = placement_for(
         gpus, topology_file=topology_file, node=node, free=free, policy=policy, model=model,
         batch_size=batch_size, seq_len=seq_len, accounting=accounting, gpu_mem_gb=gpu_mem_gb, db=db,
+        gpu_name=gpu_name,
     )
     emit(result, json, print_placement)
 
@@ -65,6 +68,7 @@ def estimate(
     seq_len: SeqOption = None,
     accounting: AccountingOption = "article",
     gpu_mem_gb: GpuMemOption = None,
+    gpu_name: Annotated[str | None, typer.Option("--gpu-name", help="The GPU's model (e.g. 'NVIDIA H200'): its memory, where --gpu-mem-gb is not given.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -74,7 +78,7 @@ def estimate(
 
     result = estimate_memory(
         model, gpus, [strategy] if strategy else None, batch_size, seq_len, accounting, gpu_mem_gb,
-        store=existing_store(db),
+        gpu_name=gpu_name, store=existing_store(db),
     )
     emit(result, json, print_estimate)
 
@@ -92,6 +96,7 @@ def run(
     folder: Annotated[Path, typer.Option("--folder", help="submitit's folder for the job's script and logs.")] = Path("wirewise-runs"),
     start_timeout: Annotated[float, typer.Option("--start-timeout", help="Seconds to wait for a shared job to start, to read back its GPUs.")] = 60.0,
     gpu_mem_gb: GpuMemOption = None,
+    gpu_name: GpuNameOption = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -103,7 +108,7 @@ def run(
         command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, partition=partition,
         time_min=time_min, cpus_per_task=cpus_per_task, folder=folder, start_timeout_s=start_timeout,
     )
-    emit(run_for(request, topology_file, node, db, gpu_mem_gb), json, print_run)
+    emit(run_for(request, topology_file, node, db, gpu_mem_gb, gpu_name), json, print_run)
 
 
 def emit(result: dict, json: bool, table) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 from wirewise.errors import UserError
 from wirewise.orchestrator.placement import POLICIES
 from wirewise.orchestrator.placement.free import free_gpus, parse_free_list
+from wirewise.orchestrator.placement.naming import with_gpu_model
 from wirewise.orchestrator.store.topology import load_topology
 from wirewise.orchestrator.placement.place import place
-from wirewise.topology import Topology, node_name, read_topology
+from wirewise.topology import Topology, hardware, node_name, read_topology
 
 
 def existing_store(db: str | None):
@@ -31,18 +32,22 @@ def existing_store(db: str | None):
     return Store(url)
 
 
-def node_topology(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
-    """(the wiring, whether it is this machine's, probed live)."""
+def node_topology(topology_file: Path | None, node: str | None, store, gpu_name: str | None = None) -> tuple[Topology, bool, str]:
+    """(the wiring with its GPUs named, whether it is this machine's, probed live, where the
+    GPU model comes from)."""
     if topology_file is not None:
-        return read_topology(topology_file), False
-    if node:
+        topo, live, where = read_topology(topology_file), False, str(topology_file)
+    elif node:
         if store is None:
             raise UserError(f"unknown node {node!r}: no database with stored topologies (run `wirewise topo save` there)")
-        return load_topology(store, node=node), False
-    try:
-        return read_topology(None), True
-    except UserError as exc:
-        raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
+        topo, live, where = load_topology(store, node=node), False, f"stored node {node}"
+    else:
+        try:
+            topo, live, where = read_topology(None), True, "this machine (NVML)"
+        except UserError as exc:
+            raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
+    named, source = with_gpu_model(topo, gpu_name, store, where)
+    return named, live, source
 
 
 def parse_policy(policy: str, gpus: int) -> str | list[int]:
@@ -65,14 +70,17 @@ def placement_for(
     accounting: str = "article",
     gpu_mem_gb: float | None = None,
     db: str | None = None,
+    gpu_name: str | None = None,
 ) -> dict:
     """The `wirewise place --json` object."""
     store = existing_store(db)
-    topo, live = node_topology(topology_file, node, store)
+    topo, live, model_source = node_topology(topology_file, node, store, gpu_name)
     given = parse_free_list(free, topo.gpus) if free is not None else None
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
     result = {"node": label, **place(topo, k, parse_policy(policy, topo.gpus), free_list, store, free_source)}
+    result.update(gpu_model=topo.gpu_model, gpu_model_source=model_source)
+    result["reasons"].insert(1, f"GPU model {topo.gpu_model} (from {model_source}): {hardware.rates_text(topo.gpu_model)}")
     if model:
         add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb)
     return result
@@ -105,7 +113,8 @@ def add_advice(result: dict, topo: Topology, model: str, store, *options) -> Non
     result["reasons"] += [f"strategy: {reason}" for reason in advice["reasons"]]
 
 
-def run_for(request, topology_file: Path | None, node: str | None, db: str | None, gpu_mem_gb: float | None = None) -> dict:
+def run_for(request, topology_file: Path | None, node: str | None, db: str | None, gpu_mem_gb: float | None = None,
+            gpu_name: str | None = None) -> dict:
     """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
     any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
     from wirewise.orchestrator.placement.submit import run_command
@@ -113,7 +122,7 @@ def run_for(request, topology_file: Path | None, node: str | None, db: str | Non
 
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
-    topo, live = node_topology(topology_file, node, existing_store(db))
+    topo, live, _ = node_topology(topology_file, node, existing_store(db), gpu_name)
     store = Store(db)  # the job is recorded: create the database once the request is sound
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.conftest import wirewise
-from tests.topology.common import NVL_QUADS
+from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # named: predictions need the GPU model
 from wirewise.orchestrator.placement.free import job_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.orchestrator.store import Store
