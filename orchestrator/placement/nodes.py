@@ -149,7 +149,7 @@ class _SetCache:
                 self._wirings[numbering] = Wiring.of(node.topo)
             wiring = self._wirings[numbering]
             gpus = select_gpus(node.topo, k, "packed", node.free, predict=wiring.model_busbw)
-            self._found[key] = (gpus, wiring.model_busbw(tuple(gpus)) if wiring.named else None)
+            self._found[key] = (gpus, wiring.model_busbw(tuple(gpus)))
         return self._found[key]
 
 

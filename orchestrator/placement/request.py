@@ -100,7 +100,13 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     for name in names:
         topo = load_topology(store, node=name)
         nodes.append(NodeState(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
-    return choose_nodes(nodes, k or 0, slurm_leaf_switches()).as_dict()
+    result = choose_nodes(nodes, k or 0, slurm_leaf_switches()).as_dict()
+    chosen = next(node.topo for node in nodes if node.name == result["nodes"][0]["node"])
+    if not chosen.named:  # ranked at nominal rates; no figure is given for them
+        result["predicted_busbw_gbs"] = None
+        result["reasons"].append("GPU model unknown on these stored nodes: no busbw predicted "
+                                 "(store them with their names: `wirewise topo save` on the node)")
+    return result
 
 
 def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:
