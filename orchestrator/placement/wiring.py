@@ -107,18 +107,25 @@ class Wiring:
                     min(self.nvlink_cap[a], sum(self.gbs[a][b] for b in gpus if self.nvlink[a][b])) for a in gpus
                 )
             return RING_EFFICIENCY * self.ring_bottleneck(gpus)  # NVLink-connected, but no NVLink ring
-        # A plain ring through the set is always there too: NCCL's is as fast as its slowest hop.
-        return max(RING_EFFICIENCY * self.ring_bottleneck(gpus), self._across_groups(gpus, parts))
+        grouped, cut = self._across_groups(gpus, parts)
+        if grouped >= cut:  # a plain ring crosses between groups too, so it is never faster than the cut
+            return grouped
+        # A slow bond inside a group: a plain ring through the set, as fast as its slowest hop.
+        return max(grouped, RING_EFFICIENCY * self.ring_bottleneck(gpus))
 
-    def _across_groups(self, gpus: tuple[int, ...], parts: list[tuple[int, ...]]) -> float:
-        """The cut bound plus the time inside the groups (see the module docstring)."""
+    def _across_groups(self, gpus: tuple[int, ...], parts: list[tuple[int, ...]]) -> tuple[float, float]:
+        """(the cut bound plus the time inside the groups, the cut's rate C): the module docstring."""
         g, n = len(parts), len(gpus)
-        cut = RING_EFFICIENCY * _ring_bottleneck(tuple(range(g)), lambda a, b: self._best_path(parts[a], parts[b]))
+        part_of = {gpu: i for i, part in enumerate(parts) for gpu in part}
+        best = [[0.0] * g for _ in range(g)]  # the best path between two groups
+        for a in gpus:
+            for b in gpus:
+                i, j = part_of[a], part_of[b]
+                if i != j and self.gbs[a][b] > best[i][j]:
+                    best[i][j] = self.gbs[a][b]
+        cut = RING_EFFICIENCY * _ring_bottleneck(tuple(range(g)), lambda i, j: best[i][j])
         inside = max((2 * (len(p) - 1) / len(p) / self.model_busbw(p) for p in parts if len(p) > 1), default=0.0)
-        return 2 * (n - 1) / n / (2 * (g - 1) / g / cut + inside)
-
-    def _best_path(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
-        return max(self.gbs[x][y] for x in a for y in b)
+        return 2 * (n - 1) / n / (2 * (g - 1) / g / cut + inside), cut
 
     def nvlink_parts(self, gpus: tuple[int, ...]) -> list[tuple[int, ...]]:
         """The set's GPUs grouped by NVLink among themselves (links to GPUs outside do not help)."""
