@@ -131,11 +131,25 @@ def print_placement(result: dict) -> None:
     for alt in result["alternatives"]:
         table.add_row("otherwise", ",".join(map(str, alt["gpus"])), _num(alt["predicted_busbw_gbs"]), _basis(alt))
     out.print(table)
+    if "advice" in result:
+        out.print(_strategy_table(result["advice"]))
     if "strategy" in result:
         out.print(f"strategy: {result['strategy'] or 'none fits'}", markup=False, highlight=False)
     for reason in result["reasons"]:
         out.print(f"- {reason}", markup=False, highlight=False)
     out.print(f"CUDA_VISIBLE_DEVICES={result['cuda_visible_devices']}", markup=False, highlight=False)
+
+
+def _strategy_table(advice: dict):
+    from rich.table import Table
+
+    table = Table(title=f"{advice['model']} on these GPUs", show_header=True)
+    for column in ("strategy", "fits", "GB per GPU", "tokens/s", "basis"):
+        table.add_column(column, justify="right")
+    for row in advice["strategies"]:
+        fits = {True: "yes", False: "no", None: "?"}[row["fits"]]
+        table.add_row(row["strategy"], fits, f"{row['total_gb']:g}", _num(row["predicted_tokens_per_s"]), row["basis"])
+    return table
 
 
 def print_nodes(result: dict) -> None:

@@ -102,3 +102,13 @@ def test_step_model_by_hand() -> None:
     assert modelled_tokens_per_s(shape, "zero1", 4, 1, 360.0, "NVIDIA H200 NVL") == pytest.approx(27566, abs=1)
     assert modelled_tokens_per_s(shape, "fsdp", 4, 1, 34.2, "NVIDIA H200 NVL") == pytest.approx(8597, abs=1)
     assert modelled_tokens_per_s(shape, "ddp", 4, 1, 360.0, None) is None
+
+
+def test_the_table_for_people_lists_each_strategy_with_its_basis() -> None:
+    from tests.conftest import wirewise
+
+    proc = wirewise("place", "--model", "mistral-7b", "--gpus", "4", "-f", NVL, "--policy", "spread", check=True)
+    lines = {line.split()[1]: line for line in proc.stdout.splitlines() if line.startswith("│") and "yes" in line}
+    assert set(lines) == {"ddp", "zero1", "zero2", "zero3", "fsdp"}
+    assert all(line.split()[-2] == "model" for line in lines.values())
+    assert "strategy: ddp" in proc.stdout
