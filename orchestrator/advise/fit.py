@@ -39,15 +39,16 @@ class Observation:
     strategy: str
     work: Work
     busbw_gbs: Mapping[str, float]  # per op, for the result's GPU set
-    step_s: float
-    label: str  # what it was: "mistral-1b ddp on 2 GPUs"
+    step_s: float  # the median of its runs
+    label: str  # what it was: "mistral-1b ddp x2, 4 x 2048 tokens"
+    runs: int = 1
 
 
 @dataclass(frozen=True)
 class Fit:
     mfu: float
     hidden: float
-    results: int
+    results: int  # runs
     rms_log_error: float  # of the fitted model over the results (0.05: ~5% off)
     labels: tuple[str, ...]
 
@@ -69,7 +70,7 @@ def fit(observations: Sequence[Observation], shares: Sequence[float] = HIDDEN_GR
     full = candidates[-1]  # hidden = 1
     best = min(candidates, key=lambda c: (round(c[0], 9), -c[1]))
     error, hidden, mfu = best if full[0] - best[0] > NOISE else full
-    return Fit(mfu, hidden, len(observations), error, tuple(obs.label for obs in observations))
+    return Fit(mfu, hidden, sum(obs.runs for obs in observations), error, tuple(obs.label for obs in observations))
 
 
 def _modelled(obs: Observation, mfu: float, hidden: float) -> float:
@@ -87,7 +88,7 @@ def _exact_mfu(obs: Observation, hidden: float) -> float:
         return high  # communication alone takes longer than the measured step
     if _modelled(obs, low, hidden) <= obs.step_s:
         return low
-    for _ in range(40):
+    for _ in range(30):  # to 1e-9 of the MFU
         mid = (low + high) / 2
         low, high = (mid, high) if _modelled(obs, mid, hidden) > obs.step_s else (low, mid)
     return (low + high) / 2
@@ -117,7 +118,7 @@ def observations(store, topo) -> list[Observation]:
     measured = {op: history.measured_by_shape(store, topo, op) for op in OPS}
     with store.read() as session:
         wirings = history.node_wirings(session, topo.fingerprint)
-    found = []
+    repeats: dict[tuple, list[float]] = {}
     for shape, (node, gpus, strategy, model, world, batch, seq, step_s, params, extra) in rows:
         params, extra = params or {}, extra or {}
         if params.get("compile") or strategy not in registry.STRATEGIES or not step_s:
@@ -139,6 +140,10 @@ def observations(store, topo) -> list[Observation]:
         tokens = (batch or 1) * (extra.get("tokens_per_sample") or model_facts.tokens_per_sample)
         ranks = world or len(gpus)
         work = Work(extra.get("n_params") or model_facts.params, model_facts.layers, tokens, ranks, peak * 1e12, precision)
-        found.append(Observation(strategy, work, busbw, step_s, f"{model} {strategy} x{ranks}, {batch or 1} x {tokens // (batch or 1)} tokens"))
-    return found
+        label = f"{model} {strategy} x{ranks}, {batch or 1} x {tokens // (batch or 1)} tokens"
+        repeats.setdefault((strategy, work, tuple(busbw.values()), label), []).append(step_s)
+    # Repeats of one configuration are one observation, at their median step.
+    return [Observation(strategy, work, dict(zip(OPS, busbw)), median(steps),
+                        label if len(steps) == 1 else f"{label}, median of {len(steps)}", len(steps))
+            for (strategy, work, busbw, label), steps in repeats.items()]
 

@@ -117,3 +117,17 @@ def test_a_strategy_left_out_is_predicted_from_the_others(db_url: str, held_out:
     [run] = [r for r in measured_runs() if r["strategy"] == held_out]
     assert row["basis"] == "fitted"
     assert abs(row["predicted_tokens_per_s"] / run["tokens_per_s"] - 1) <= 0.10
+
+
+def test_repeats_of_one_configuration_fit_as_their_median(db_url: str) -> None:
+    """A second zero2 run, 10% slower: the fit takes the median of the two, not both."""
+    from wirewise.orchestrator.record.ingest import store_records
+    from wirewise.orchestrator.store import Store
+    from wirewise.record import ResultRecord
+
+    store_2xh200(db_url)
+    [run] = [r for r in measured_runs() if r["strategy"] == "zero2"]
+    again = {**run, "record_id": "zero2-again", "step_time_s": run["step_time_s"] * 1.1, "tokens_per_s": run["tokens_per_s"] / 1.1}
+    store_records(Store(db_url), [ResultRecord.model_validate(again)])
+    row = advised(db_url, "mistral-7b", 4)["zero2"]
+    assert "its own 2 training result(s) on this wiring (mistral-1b zero2 x2, 4 x 2048 tokens, median of 2)" in row["source"]
