@@ -135,7 +135,7 @@ def test_a_job_slurm_refuses_is_one_line_and_not_recorded(slurm_cluster, tmp_pat
     from tests.topology.common import as_text, matrix
 
     wide = tmp_path / "sixteen.txt"
-    wide.write_text(as_text(matrix(16, lambda i, j: "NV18")))
+    wide.write_text(as_text(matrix(16, lambda i, j: "NV18"), ["NVIDIA H200"] * 16))
     proc = wirewise("run", "--whole-node", "-k", "2", "-f", str(wide), "-p", slurm_cluster.partition, "-t", "5",
                     "--folder", str(tmp_path / "jobs"), "--db", db_url, "--", "true", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
