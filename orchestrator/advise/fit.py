@@ -110,8 +110,9 @@ def observations(store, topo) -> list[Observation]:
     rows = history.gpu_results(
         store, topo,
         (ResultRow.node, ResultRow.gpus, ResultRow.strategy, ResultRow.model, ResultRow.world_size,
-         ResultRow.micro_batch, ResultRow.seq_len, ResultRow.step_time_s, ResultRow.params, ResultRow.extra),
-        ResultRow.workload == "train", ResultRow.step_time_s.is_not(None), ResultRow.strategy.is_not(None),
+         ResultRow.step_time_s, ResultRow.tokens_per_s, ResultRow.params, ResultRow.extra),
+        ResultRow.workload == "train", ResultRow.step_time_s.is_not(None), ResultRow.tokens_per_s.is_not(None),
+        ResultRow.strategy.is_not(None),
     )
     if not rows:
         return []
@@ -119,12 +120,12 @@ def observations(store, topo) -> list[Observation]:
     with store.read() as session:
         wirings = history.node_wirings(session, topo.fingerprint)
     repeats: dict[tuple, list[float]] = {}
-    for shape, (node, gpus, strategy, model, world, batch, seq, step_s, params, extra) in rows:
+    for shape, (node, gpus, strategy, model, world, step_s, tokens_s, params, extra) in rows:
         params, extra = params or {}, extra or {}
         if params.get("compile") or strategy not in registry.STRATEGIES or not step_s:
             continue
         try:
-            model_facts = model_shape(model, seq)
+            model_facts = model_shape(model)
         except UserError:
             continue  # a local model config this machine does not have
         links, names = wirings.get(node, (topo.links, topo.gpu_names))
@@ -137,10 +138,10 @@ def observations(store, topo) -> list[Observation]:
         busbw = {op: measured[op][shape].busbw_gbs if shape in measured[op] else modelled for op in OPS}
         if None in busbw.values():
             continue
-        tokens = (batch or 1) * (extra.get("tokens_per_sample") or model_facts.tokens_per_sample)
         ranks = world or len(gpus)
+        tokens = round(tokens_s * step_s / ranks)  # per rank per step, as the run counted them
         work = Work(extra.get("n_params") or model_facts.params, model_facts.layers, tokens, ranks, peak * 1e12, precision)
-        label = f"{model} {strategy} x{ranks}, {batch or 1} x {tokens // (batch or 1)} tokens"
+        label = f"{model} {strategy} x{ranks}, {tokens} tokens per rank"
         repeats.setdefault((strategy, work, tuple(busbw.values()), label), []).append(step_s)
     # Repeats of one configuration are one observation, at their median step.
     return [Observation(strategy, work, dict(zip(OPS, busbw)), median(steps),

@@ -102,7 +102,7 @@ def test_stored_runs_fit_the_model_and_zero2_stays_level_with_ddp(db_url: str) -
     store_2xh200(db_url)
     rows = advised(db_url, "mistral-7b", 4)
     assert {row["basis"] for row in rows.values()} == {"fitted"}
-    assert "mistral-1b zero2 x2, 4 x 2048 tokens" in rows["zero2"]["source"]
+    assert "mistral-1b zero2 x2, 8192 tokens per rank" in rows["zero2"]["source"]
     assert "every strategy's 3 training result(s)" in rows["zero1"]["source"]  # zero1 has none of its own
     # Measured: zero2 101.2k vs ddp 97.8k on this wiring; the article's ~20% loss is not imposed.
     assert rows["zero2"]["predicted_tokens_per_s"] >= (1 - FEW_PERCENT) * rows["ddp"]["predicted_tokens_per_s"]
@@ -130,4 +130,4 @@ def test_repeats_of_one_configuration_fit_as_their_median(db_url: str) -> None:
     again = {**run, "record_id": "zero2-again", "step_time_s": run["step_time_s"] * 1.1, "tokens_per_s": run["tokens_per_s"] / 1.1}
     store_records(Store(db_url), [ResultRecord.model_validate(again)])
     row = advised(db_url, "mistral-7b", 4)["zero2"]
-    assert "its own 2 training result(s) on this wiring (mistral-1b zero2 x2, 4 x 2048 tokens, median of 2)" in row["source"]
+    assert "its own 2 training result(s) on this wiring (mistral-1b zero2 x2, 8192 tokens per rank, median of 2)" in row["source"]
