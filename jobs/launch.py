@@ -31,7 +31,7 @@ from typing import Any
 from wirewise.atomic import write_json_atomic
 from wirewise.task import TaskSpec
 from wirewise.jobs.worker import rank_file
-from wirewise.jobs.records import build_records, gpu_pinning, node_topology
+from wirewise.jobs.records import build_records, gpu_pinning, node_topology, result_document
 
 RESULT_FILE = "result.json"
 FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
@@ -306,15 +306,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         result_path = run_dir / RESULT_FILE
         if layout.node_rank == 0:
             records = build_records(spec, files, status, error, topo, topo_error, node, started, ended)
-            write_json_atomic(
-                result_path,
-                {
-                    "status": status,
-                    # CPU ranks did not use the wiring: it is not stored as what they ran on.
-                    "topology": topo.model_dump(mode="json") if topo else None,
-                    "records": [r.model_dump(mode="json") for r in records],
-                },
-            )
+            write_json_atomic(result_path, result_document(status, topo, records))
     return result_path
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import bench, campaign, collect, db, decide, importer, results, topo
+from wirewise.orchestrator.cli import bench, campaign, collect, db, decide, importer, launch, results, topo
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -24,6 +24,7 @@ app.add_typer(importer.app, name="import")
 app.add_typer(campaign.app, name="campaign")
 app.command("collect")(collect.collect)
 decide.register(app)  # place, estimate, run
+launch.register(app)
 app.add_typer(results.app)
 
 
