@@ -66,7 +66,7 @@ def main() -> None:
         max_steps=args.steps, learning_rate=args.lr, warmup_steps=0, lr_scheduler_type="constant",
         bf16=advice.device == "cuda", use_cpu=advice.device == "cpu", include_num_input_tokens_seen=True,
         logging_steps=max(1, args.steps // 5), save_strategy="no", report_to="none", disable_tqdm=True,
-        dataloader_num_workers=0, seed=0,
+        dataloader_num_workers=0, ddp_find_unused_parameters=False, seed=0,
     )
     trainer = Trainer(model=model, args=training, train_dataset=data, callbacks=[callback])
     trainer.train()

@@ -1,4 +1,4 @@
-"""`wirewise launch [--model M | --params N] [--strategy auto|ddp|...] [--gpus K] [--dry-run] -- SCRIPT ARGS`:
+"""`wirewise launch [--model M | --params N] [--strategy auto|ddp|...] [--gpus K] [--cpu] [--dry-run] -- SCRIPT ARGS`:
 a training script started with the advice of the allocation it runs in. The work is in
 wirewise.orchestrator.launch; this parses and prints."""
 
@@ -26,6 +26,7 @@ def launch(
     seq_len: Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")] = None,
     accounting: Annotated[str, typer.Option("--accounting", help="article: 12 B/param; zero: 16 B/param (see wirewise estimate).")] = "article",
     gpu_mem_gb: Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")] = None,
+    cpu: Annotated[bool, typer.Option("--cpu", help="CPU ranks (gloo), --gpus of them per node, even where GPUs answer; placed on the wiring all the same.")] = False,
     topology_file: Annotated[Path | None, typer.Option("--topology-file", "-f", help="A saved `nvidia-smi topo -m` of this node, when NVML cannot see its wiring.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the choice, the configuration and the command; start nothing, write nothing.")] = False,
     db: DbOption = None,
@@ -40,7 +41,7 @@ def launch(
         raise UserError("--json goes with --dry-run: a started job's output is the job's own")
     advice = advise_job(
         model, params=_count(params), batch_size=batch_size, seq_len=seq_len, gpus=gpus, strategy=strategy,
-        topology_file=topology_file, db=db, accounting=accounting, gpu_mem_gb=gpu_mem_gb, option="--strategy",
+        topology_file=topology_file, db=db, accounting=accounting, gpu_mem_gb=gpu_mem_gb, cpu=cpu, option="--strategy",
     )
     planned = plan_launch(advice, list(script or []), db)
     if json:

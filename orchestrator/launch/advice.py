@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,13 +136,15 @@ def advise_job(
     db: str | None = None,
     accounting: str = "article",
     gpu_mem_gb: float | None = None,
+    cpu: bool = False,
     env: Mapping[str, str] | None = None,
     option: str = "strategy=",
 ) -> Advice:
     """The advice for a job of `model` (a registry name or a transformers config) or of `params`
     parameters, `batch_size` samples of `seq_len` tokens per rank, on `gpus` GPUs per node
-    (default: every GPU the job holds, or every idle one here). `option` names `strategy` in
-    messages (the CLI's --strategy)."""
+    (default: every GPU the job holds, or every idle one here). `cpu`: CPU ranks (gloo) even
+    where GPUs answer, placed on the wiring all the same. `option` names `strategy` in messages
+    (the CLI's --strategy)."""
     from wirewise.orchestrator.placement.request import existing_store
 
     env = os.environ if env is None else env
@@ -151,11 +153,13 @@ def advise_job(
         raise UserError("--batch-size and --gpus must be at least 1")
     named = _named_strategy(strategy, env, option)
     allocation = read_allocation(env, Path(topology_file) if topology_file else None)
+    if cpu:
+        allocation = replace(allocation, live=False)
     store = existing_store(db)
-    placement, per_node, reasons = _placement(allocation, gpus, store)
+    placement, per_node, reasons = _placement(allocation, gpus, store, "--cpu" if cpu else "no NVIDIA driver answers here")
     on_gpu = allocation.live and placement is not None
     ranks = per_node * len(allocation.nodes)
-    advice = _advice(allocation, placement, on_gpu, shape, ranks, store, batch_size, seq_len, accounting, gpu_mem_gb)
+    advice = _advice(allocation, placement, shape, ranks, store, batch_size, seq_len, accounting, gpu_mem_gb)
     chosen, chosen_by, why = _choose(advice["strategy"], named, on_gpu)
     configs = _configs(chosen, model, ranks, len(allocation.nodes), on_gpu)
     chosen_gpus = placement["gpus"] if placement else []
@@ -196,9 +200,10 @@ def _named_strategy(strategy: str | None, env: Mapping[str, str], option: str) -
     return strategy, who
 
 
-def _placement(allocation: Allocation, gpus: int | None, store) -> tuple[dict | None, int, list[str]]:
+def _placement(allocation: Allocation, gpus: int | None, store, why_cpu: str) -> tuple[dict | None, int, list[str]]:
     """(`wirewise place` for the set, ranks per node, reasons). Inside running ranks the set is
-    the one they run on; otherwise the best `gpus` of the job's candidates."""
+    the one they run on; otherwise the best `gpus` of the job's candidates. `why_cpu`: what
+    the reasons say when CPU ranks stand in for the GPUs placed."""
     from wirewise.orchestrator.placement.place import place
 
     wanted = allocation.ranks_per_node or gpus
@@ -215,20 +220,21 @@ def _placement(allocation: Allocation, gpus: int | None, store) -> tuple[dict | 
                  "policy": policy}
     reasons = list(placement["reasons"])
     if not allocation.live:
-        reasons.append(f"no NVIDIA driver answers here: {wanted} CPU rank(s) (gloo) stand in for GPUs "
+        reasons.append(f"{why_cpu}: {wanted} CPU rank(s) (gloo) stand in for GPUs "
                        f"{placement['cuda_visible_devices']}")
     return placement, wanted, reasons
 
 
-def _advice(allocation, placement, on_gpu, shape, ranks, store, batch_size, seq_len, accounting, gpu_mem_gb) -> dict:
-    """The advisor's answer for these ranks: on the chosen set's wiring when they run on GPUs of
-    one node; with the slowest wire unknown across nodes; without a wiring on CPU ranks."""
+def _advice(allocation, placement, shape, ranks, store, batch_size, seq_len, accounting, gpu_mem_gb) -> dict:
+    """The advisor's answer for these ranks: on the chosen set's wiring (also where CPU ranks
+    stand in for it: the advice is then what those GPUs would run); with the slowest wire
+    unknown across nodes; without a wiring where there is none."""
     from wirewise.orchestrator.advise import advise_placement
 
     several_nodes = len(allocation.nodes) > 1
-    topo = allocation.topo if on_gpu else None
-    gpus = placement["gpus"] if on_gpu else list(range(ranks))
-    busbw = placement["predicted_busbw_gbs"] if on_gpu and not several_nodes else None
+    topo = allocation.topo if placement is not None else None
+    gpus = placement["gpus"] if placement is not None else list(range(ranks))
+    busbw = placement["predicted_busbw_gbs"] if placement is not None and not several_nodes else None
     advice = advise_placement(topo, gpus, busbw, shape, store, batch_size, seq_len, accounting, gpu_mem_gb, ranks=ranks)
     if several_nodes:
         advice["reasons"] = [f"{len(allocation.nodes)} nodes: the network between them is not modelled "

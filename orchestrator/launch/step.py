@@ -23,11 +23,11 @@ def main(argv: list[str]) -> int:
 
     if len(argv) != 2:
         raise UserError("usage: python -m wirewise.orchestrator.launch.step RUN_DIR (srun runs it for wirewise launch)")
-    run_dir = Path(argv[1])
-    launch = read_launch(run_dir)
     job = current_job(os.environ)
     if job is None or not job.in_step:
         raise UserError("wirewise.orchestrator.launch.step runs inside the srun step wirewise launch starts")
+    run_dir = Path(argv[1])
+    launch = read_launch(run_dir)
     port = step_port(os.environ) if len(launch.nodes) > 1 else 0
     command = accelerate_command(launch, run_dir, job.node_index, launch.nodes[0], port)
     exec_command(command, {**os.environ, **node_env(launch, run_dir, os.environ)})
