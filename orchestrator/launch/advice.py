@@ -261,9 +261,14 @@ def _choose(advised: str | None, named: tuple[str, str] | None, on_gpu: bool) ->
     return advised, "advice", []
 
 
-def _rows(advice: dict, on_gpu: bool) -> list[StrategyAdvice]:
+def _runs_here(spec, on_gpu: bool) -> bool:
+    """Through accelerate launch, on this job's device (wirewise.configs.cpu_refusal)."""
     from wirewise.configs import cpu_refusal
 
+    return spec.accelerate is not None and (on_gpu or cpu_refusal(spec) is None)
+
+
+def _rows(advice: dict, on_gpu: bool) -> list[StrategyAdvice]:
     rows = []
     for row in advice["strategies"]:
         calibration = row.get("calibration")
@@ -273,7 +278,7 @@ def _rows(advice: dict, on_gpu: bool) -> list[StrategyAdvice]:
             memory_sources=list(calibration.get("sources", [])) if calibration else [],
             tokens_per_s=row["predicted_tokens_per_s"], tokens_basis=row["basis"], results=row["results"],
             sources=list(row.get("sources", [])),
-            runs_here=on_gpu or cpu_refusal(registry.STRATEGIES[row["strategy"]]) is None,
+            runs_here=_runs_here(registry.STRATEGIES[row["strategy"]], on_gpu),
         ))
     return rows
 
