@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from sqlalchemy import select
+
 from wirewise.record import ResultRecord
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import ResultRow
@@ -45,6 +47,16 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
         return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
 
     return store.write(write)
+
+
+def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) -> set[tuple]:
+    """(op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs) of the stored rows of
+    `source` with those ops and sizes: what an excerpt that names no run can be matched by."""
+    columns = (ResultRow.op, ResultRow.bytes, ResultRow.count, ResultRow.dtype, ResultRow.in_place,
+               ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs)
+    query = select(*columns).where(ResultRow.source == source, ResultRow.op.in_(ops), ResultRow.bytes.in_(sizes))
+    with store.read() as session:
+        return {tuple(row) for row in session.execute(query)}
 
 
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:

@@ -81,7 +81,8 @@ def busbw_by_size(facts: list[dict[str, Any]]) -> list[Figure]:
 
 def busbw_by_gpus(facts: list[dict[str, Any]]) -> list[Figure]:
     figures = []
-    for op, mine in _by([f for f in facts if f["transport"] == "default"], "op").items():
+    known = [f for f in facts if f["transport"] == "default" and f["gpus"] is not None]  # None: an unknown count
+    for op, mine in _by(known, "op").items():
         largest = _largest_size_rows(mine, ("fabric", "placement", "source", "device", "gpus"))
         series = _lines(largest, ("fabric", "placement", "source", "device"), "gpus")
         figures.append(Figure(f"busbw-by-gpus-{_slug(op)}", f"{op}: bus bandwidth by GPU count (largest size measured)",

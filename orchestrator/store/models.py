@@ -145,7 +145,7 @@ class ResultRow(Base):
 
     node: Mapped[str | None] = mapped_column(String(255))
     gpus: Mapped[list[int]]
-    gpu_count: Mapped[int] = mapped_column(index=True)
+    gpu_count: Mapped[int | None] = mapped_column(index=True)  # NULL: unknown (db/versions/0005)
     fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
     fabric: Mapped[str | None] = mapped_column(String(32), index=True)
 
