@@ -13,7 +13,7 @@ other's internals; what they share lives here, torch-free:
   descriptor (what it shards, its traffic per step, its engine configs);
 - `wirewise.configs`: a strategy's accelerate and DeepSpeed configs, rendered from templates/;
 - `wirewise.launch`: what `wirewise launch` decided for a job, as its ranks read it back;
-- `wirewise.errors`, `wirewise.atomic`, `wirewise.versions`: small shared pieces.
+- `wirewise.errors`, `wirewise.atomic`, `wirewise.versions`, `wirewise.runs`: small shared pieces.
 
 Nothing in this package imports `wirewise.orchestrator` or `wirewise.jobs` (tests/test_architecture.py),
 but for one lazy edge: `wirewise.advice` (and its types) resolve through `wirewise.orchestrator.api`

@@ -38,6 +38,7 @@ from typing import Any
 
 from wirewise.launch import DB_ENV, STRATEGY_ENV, LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
+from wirewise.runs import run_dir_name
 
 RESULT_FILE = "result.json"
 DEFAULT_WARMUP_STEPS = 2
@@ -88,7 +89,7 @@ def record_job(
     if rank != 0:
         return None
     launch = _launch(run_dir)
-    folder = Path(run_dir) if run_dir else (launch[1] if launch else _new_folder())
+    folder = Path(run_dir) if run_dir else (launch[1] if launch else run_dir_name("job"))
     record, topo = job_record(
         ranks, launch[0] if launch else None, model=model, strategy=strategy, micro_batch=micro_batch,
         seq_len=seq_len, precision=precision, ran=accelerate_engine(), warmup_steps=warmup_steps,
@@ -255,12 +256,6 @@ def _launch(run_dir: str | Path | None) -> tuple[LaunchFile, Path] | None:
         return read_launch(found), found
     except (OSError, ValueError):
         return None
-
-
-def _new_folder() -> Path:
-    """A run folder of its own for a job started without `wirewise launch`."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    return Path(os.environ.get("WIREWISE_RUNS") or ".wirewise/runs") / f"{stamp}-job"
 
 
 def _topology(launch: LaunchFile | None, device: str):

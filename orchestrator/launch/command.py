@@ -61,7 +61,7 @@ class Launch:
 
 def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[str, str] | None = None) -> Launch:
     """What `wirewise launch` runs for this advice: UserError for what cannot start."""
-    from wirewise.orchestrator.run.folders import run_dir_name
+    from wirewise.runs import run_dir_name
     from wirewise.orchestrator.slurm.steps import current_job, one_task_per_node
 
     env = os.environ if env is None else env

@@ -1,22 +1,11 @@
-"""Where run folders (spec, rank logs, result file) go: $WIREWISE_RUNS, else ./.wirewise/runs."""
+"""A fresh run folder for a task run here (where they go: wirewise.runs)."""
 
 from __future__ import annotations
 
-import os
-from datetime import datetime, timezone
 from pathlib import Path
 
 from wirewise.errors import UserError
-
-
-def runs_root() -> Path:
-    return Path(os.environ.get("WIREWISE_RUNS") or ".wirewise/runs")
-
-
-def run_dir_name(label: str) -> Path:
-    """Where a new run folder for `label` (a task id, `launch`) goes; not created."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    return runs_root() / f"{stamp}-{label}"
+from wirewise.runs import run_dir_name, runs_root
 
 
 def new_run_dir(task_id: str) -> Path:
