@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -78,8 +77,6 @@ def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[
                         "not under srun: it starts one task on every node itself")
     node_command = accelerate_command(file, run_dir, 0, advice.nodes[0], 0 if len(advice.nodes) == 1 else None)
     if job is not None and not job.in_step:
-        if shutil.which("srun") is None:
-            raise UserError("srun not found: inside a Slurm allocation wirewise launch starts the job through srun")
         command = one_task_per_node(job, [*STEP, str(run_dir)])
     else:
         command = node_command

@@ -18,6 +18,7 @@ rendezvous its peer left.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -77,7 +78,9 @@ def fewest_cpus(text: str) -> int | None:
 
 
 def one_task_per_node(job: SlurmJob, argv: list[str]) -> list[str]:
-    """srun starting `argv` once on every node of the job."""
+    """srun starting `argv` once on every node of the job; UserError where there is no srun."""
+    if shutil.which("srun") is None:
+        raise UserError("srun not found: inside a Slurm allocation the job's tasks start through srun")
     n = len(job.nodes)
     options = [f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
     if job.cpus_per_node:
