@@ -151,7 +151,7 @@ def job_record(
             "seq_len": seq_len, "precision": precision or ACCELERATE_PRECISION.get(ran.get("mixed_precision")), "steps": steps,
             "warmup_steps": warmup_steps, "placement": launch.placement if launch else None, "transport": "default",
         }.items() if v is not None},
-        node=node_name(topo), gpus=gpus, gpu_count=len(gpus) * (len(launch.nodes) if launch else 1),
+        **_nodes(launch, node_name(topo), topo), gpus=gpus, gpu_count=len(gpus) * (len(launch.nodes) if launch else 1),
         fingerprint=topo.fingerprint if topo else None, fabric=topo.fabric if topo else None,
         started_at=started_at or ended - timedelta(seconds=sum(ranks[0].step_times_s)), ended_at=ended,
         versions=_versions(), env=env_to_record(os.environ),
@@ -299,6 +299,15 @@ def _seen_strategy(ran: dict[str, Any]) -> str | None:
     if kind.startswith("MULTI_") or kind == "NO":
         return "ddp"
     return None
+
+
+def _nodes(launch: LaunchFile | None, here: str, topo) -> dict[str, Any]:
+    """The record's node fields: every node of the launch, node 0 first; only node 0's wiring is
+    known here (the launch placed the same GPUs on nodes it took to be of one wiring)."""
+    names = [here, *launch.nodes[1:]] if launch else [here]
+    fingerprint = topo.fingerprint if topo else None
+    return {"node": here, "node_count": len(names), "nodes": names,
+            "node_fingerprints": [fingerprint, *[None] * (len(names) - 1)]}
 
 
 def _launch_details(launch: LaunchFile | None, device: str) -> dict[str, Any]:

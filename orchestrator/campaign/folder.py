@@ -4,6 +4,7 @@ as they run. It lives on storage both see (for Slurm, a shared file system).
     FOLDER/spec.yaml                      the spec as submitted
     FOLDER/plan.json                      the plan (`campaign plan --json`)
     FOLDER/tasks/TASK/spec.json           the task (wirewise.task.TaskSpec)
+    FOLDER/tasks/TASK/attemptN.claim      which run took attempt N (the Slurm step, wirewise.jobs.launch.step_key)
     FOLDER/tasks/TASK/attemptN/           run folder of the N-th run: rank logs, result.json
     FOLDER/tasks/TASK/outcome.json        {"status", "attempt"} of the latest finished run
     FOLDER/submitit/                      submitit's pickles and job logs
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
 
 RESULT = "result.json"
 OUTCOME = "outcome.json"
+CLAIM = ".claim"
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,38 @@ class CampaignFolder:
         return TaskSpec.model_validate_json((self.task_dir(task_id) / "spec.json").read_text())
 
     def attempts(self, task_id: str) -> int:
-        """How many runs of the task have started (attempt folders present)."""
+        """How many runs of the task have started (attempts claimed, or their folders present)."""
         try:
             return _latest_attempt(os.listdir(self.task_dir(task_id)))
         except FileNotFoundError:
             return 0
+
+    def claim_attempt(self, task_id: str, at_least: int, step: str | None) -> int:
+        """The attempt this run of the task is: the first from `at_least` after every attempt
+        already started, and the same one on every node of one Slurm step (`step`; None: a run
+        of its own). The first node to get here claims it with an exclusive hard link (atomic
+        on local and NFS file systems alike); the others find their step's claim and join it."""
+        folder = self.task_dir(task_id)
+        step = step or f"local-{uuid.uuid4().hex}"
+        names = os.listdir(folder)
+        for name in names:
+            if name.startswith("attempt") and name.endswith(CLAIM) and _claim_owner(folder / name) == step:
+                return int(name[len("attempt") : -len(CLAIM)])
+        attempt = max(at_least, _latest_attempt(names) + 1)
+        note = folder / f".claim-{uuid.uuid4().hex}"
+        note.write_text(step)
+        try:
+            while True:
+                claim = folder / f"attempt{attempt}{CLAIM}"
+                try:
+                    os.link(note, claim)
+                    return attempt
+                except FileExistsError:
+                    if _claim_owner(claim) == step:
+                        return attempt
+                    attempt += 1
+        finally:
+            note.unlink()
 
     def attempt_dir(self, task_id: str, attempt: int) -> Path:
         return self.task_dir(task_id) / f"attempt{attempt}"
@@ -89,4 +119,13 @@ class CampaignFolder:
 
 
 def _latest_attempt(names: list[str]) -> int:
-    return max((int(name[7:]) for name in names if name.startswith("attempt") and name[7:].isdigit()), default=0)
+    """The highest N of attemptN folders and attemptN.claim files."""
+    numbers = (name[7:].removesuffix(CLAIM) for name in names if name.startswith("attempt"))
+    return max((int(n) for n in numbers if n.isdigit()), default=0)
+
+
+def _claim_owner(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None

@@ -830,6 +830,8 @@ def _section_fields(
         params={"log": Path(file_name).name, "section": index, "test": section.test or section.command_test,
                 **section.settings, "cuda_graph": bool(section.settings.get("graph"))},
         node=node,
+        node_count=len(hosts) or 1,
+        nodes=hosts,
         gpus=sorted({d.device for d in on_node}),
         gpu_count=ranks.count,
         world_size=ranks.count,

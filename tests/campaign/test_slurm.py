@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES, wirewise, wirewise_json
+from tests.slurm.fixture import cancel_jobs_under
 
 pytestmark = pytest.mark.slurm
 NVL_QUADS = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
@@ -27,12 +28,8 @@ QUICK = {"ops": ["all_reduce"], "min_bytes": "4K", "max_bytes": "4K", "iters": 2
 
 @pytest.fixture(autouse=True)
 def cancel_leftovers(tmp_path):
-    """A failed test must not leave its whole-node jobs holding the test node."""
     yield
-    jobs = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True).stdout.splitlines()
-    mine = [line.split()[0] for line in jobs if len(line.split()) == 2 and line.split()[1].startswith(str(tmp_path))]
-    if mine:
-        subprocess.run(["scancel", *mine], check=False)
+    cancel_jobs_under(tmp_path)
 
 
 def submit(tmp_path: Path, slurm_cluster, db_url: str, workloads, axes, **target) -> dict:
