@@ -9,7 +9,7 @@ A multi-node task's element runs this on each of its nodes; they agree on one at
 job step claims it, CampaignFolder.claim_attempt) and node 0 writes the outcome.
 A cancelled task (scancel's SIGTERM, Ctrl-C) ends the bundle: the rest do not start.
 
-The local executor calls the same `run_bundle`; on Slurm, submitit pickles `Bundle`.
+Every executor runs `Bundle`: the local one here, in this process; on Slurm, submitit pickles it.
 """
 
 from __future__ import annotations
@@ -56,7 +56,11 @@ def run_bundle(folder: str | Path, runs: list[Run], on_task: OnTask | None = Non
 
 class Bundle(submitit.helpers.Checkpointable):
     """What an array element runs. Checkpointable: on preemption (or the time-limit warning),
-    submitit resubmits the same call, and run_bundle skips what finished."""
+    submitit resubmits the same call, and run_bundle skips what finished. `on_task` is for an
+    executor that runs bundles in this process (a progress bar); none travels to a node."""
+
+    def __init__(self, on_task: OnTask | None = None) -> None:
+        self.on_task = on_task
 
     def __call__(self, folder: str, runs: list[Run]) -> dict[str, str]:
-        return run_bundle(folder, runs)
+        return run_bundle(folder, runs, self.on_task)

@@ -7,7 +7,7 @@ as they run. It lives on storage both see (for Slurm, a shared file system).
     FOLDER/tasks/TASK/attemptN.claim      which run took attempt N (the Slurm step, wirewise.jobs.launch.step_key)
     FOLDER/tasks/TASK/attemptN/           run folder of the N-th run: rank logs, result.json
     FOLDER/tasks/TASK/outcome.json        {"status", "attempt"} of the latest finished run
-    FOLDER/submitit/                      submitit's pickles and job logs
+    FOLDER/submitit/                      submitit's pickles and job logs (the Slurm executor's)
 
 A task is done when its latest attempt wrote result.json, whatever its status; outcome.json
 is a few bytes written right after, so `campaign status` reads it instead of results that
@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +95,20 @@ class CampaignFolder:
 
     def write_outcome(self, task_id: str, status: str, attempt: int) -> None:
         write_json_atomic(self.task_dir(task_id) / OUTCOME, {"status": status, "attempt": attempt})
+
+    def remove_written(self, task_ids: list[str], whole: bool) -> None:
+        """Undo a submission that did not go out: the whole folder when it was made for it,
+        else only what the submission wrote (spec, plan, these tasks' folders)."""
+        if whole:
+            shutil.rmtree(self.root, ignore_errors=True)
+            return
+        for name in ("spec.yaml", "plan.json"):
+            (self.root / name).unlink(missing_ok=True)
+        for task_id in task_ids:
+            shutil.rmtree(self.task_dir(task_id), ignore_errors=True)
+        for empty in (self.root / "tasks", self.root / "submitit"):
+            with suppress(OSError):
+                empty.rmdir()
 
     def outcome(self, task_id: str) -> dict | None:
         """The latest run's {"status", "attempt"} once it finished, else None. A run that wrote its

@@ -145,7 +145,7 @@ def advise_job(
     (default: every GPU the job holds, or every idle one here). `cpu`: CPU ranks (gloo) even
     where GPUs answer, placed on the wiring all the same. `option` names `strategy` in messages
     (the CLI's --strategy)."""
-    from wirewise.orchestrator.placement.request import existing_store
+    from wirewise.orchestrator.decide import existing_store
 
     env = os.environ if env is None else env
     shape = _shape(model, params, seq_len)

@@ -60,10 +60,10 @@ def _launched(slurm: SlurmJob | None, launched: LaunchFile) -> Allocation:
 
 def _wiring(topology_file: Path | None) -> tuple[Topology | None, bool]:
     """(the wiring, whether a driver answers here)."""
-    from wirewise.orchestrator.placement.free import nvml_used
+    from wirewise.nvml import busy_gpus
 
     if topology_file is not None:
-        return read_topology(topology_file), nvml_used() is not None
+        return read_topology(topology_file), busy_gpus() is not None
     try:
         return read_topology(None), True
     except UserError:  # no GPU or driver here: CPU ranks
@@ -71,7 +71,7 @@ def _wiring(topology_file: Path | None) -> tuple[Topology | None, bool]:
 
 
 def _candidates(env: Mapping[str, str], topo: Topology | None, live: bool, topology_file) -> tuple[list[int] | None, str]:
-    from wirewise.orchestrator.placement.free import free_gpus
+    from wirewise.orchestrator.decide import free_gpus
     from wirewise.orchestrator.slurm.gpus import visible_gpus
 
     if topo is None:

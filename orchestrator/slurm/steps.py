@@ -4,7 +4,8 @@ srun command that starts one task on each of its nodes (`wirewise launch`).
     current_job(env) -> SlurmJob | None     None outside an allocation
     one_task_per_node(job, argv) -> [...]   srun's argument list, to exec (never a shell)
 
-Host names come from submitit's node-list parser (SLURM_JOB_NODELIST, `gpu[01-04,07]`). The
+Host names come from submitit's node-list parser (SLURM_JOB_NODELIST, `gpu[01-04,07]`;
+wirewise.orchestrator.slurm.nodes.hostnames). The
 srun options are spelt out rather than inherited: inside a batch script srun reads SLURM_NTASKS,
 SLURM_NTASKS_PER_NODE and SLURM_CPUS_PER_TASK from the job's environment as its own defaults
 (srun(1), "INPUT ENVIRONMENT VARIABLES"), so a job asked for with `-n 8` would start eight
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wirewise.errors import UserError
+from wirewise.orchestrator.slurm.nodes import hostnames
 
 _CPUS = re.compile(r"(\d+)(?:\(x(\d+)\))?")
 
@@ -47,23 +49,11 @@ def current_job(env: Mapping[str, str]) -> SlurmJob | None:
         return None
     return SlurmJob(
         job_id=job_id,
-        nodes=hostnames(env.get("SLURM_JOB_NODELIST", "")),
+        nodes=hostnames(env["SLURM_JOB_NODELIST"]) if env.get("SLURM_JOB_NODELIST") else [],
         node_index=int(env.get("SLURM_NODEID", "0") or 0),
         in_step="SLURM_STEP_ID" in env,
         cpus_per_node=fewest_cpus(env.get("SLURM_JOB_CPUS_PER_NODE", "")),
     )
-
-
-def hostnames(node_list: str) -> list[str]:
-    """'gpu[01-02],cpu7' -> ['gpu01', 'gpu02', 'cpu7'] (submitit's parser); [] for ''."""
-    if not node_list:
-        return []
-    from submitit.slurm.slurm import SlurmParseException, _parse_node_list
-
-    try:
-        return _parse_node_list(node_list)
-    except SlurmParseException:
-        raise UserError(f"SLURM_JOB_NODELIST {node_list!r}: not a Slurm node list") from None
 
 
 def fewest_cpus(text: str) -> int | None:

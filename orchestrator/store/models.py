@@ -144,7 +144,7 @@ class ResultRow(Base):
     params: Mapped[dict[str, Any]]
 
     node: Mapped[str | None] = mapped_column(String(255))
-    node_count: Mapped[int] = mapped_column(default=1)  # a multi-node task's nodes, in node-rank order:
+    node_count: Mapped[int | None] = mapped_column(default=1)  # a multi-node task's nodes, in node-rank order:
     nodes: Mapped[list[str]] = mapped_column(default=list)
     node_fingerprints: Mapped[list[Any]] = mapped_column(default=list)
     gpus: Mapped[list[int]]
