@@ -1,13 +1,11 @@
-"""`wirewise launch` inside a Slurm allocation, on the real test cluster: the example started
-from a batch script, through one srun task per node (`srun -N1` on the one-node cluster), on the
-GPUs the job was given (fake devices: CPU ranks stand in for the pair placed on the wiring).
-
-The three-node run needs the multi-node test cluster (tests/slurm/multinode.sh): it runs where
-that cluster's pytest plugin exists and is skipped elsewhere."""
+"""`wirewise launch` inside a Slurm allocation, on the real test clusters: the example started
+from a batch script, through one srun task per node: `srun -N1` on the one-node cluster, on the
+GPUs the job was given (fake devices: CPU ranks stand in for the pair placed on the wiring), and
+`srun -N3` on the multi-node cluster (tests/slurm/multinode.sh), one CPU rank per node training
+one model over the nodes' network."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import subprocess
@@ -68,17 +66,14 @@ def test_in_a_batch_job_the_example_runs_through_srun_on_the_gpus_it_was_given(s
     assert [(row["model"], row["fabric"], row["count"]) for row in listed] == [("tiny-mistral", "nvlink-groups", 1)]
 
 
-multinode_plugin = importlib.util.find_spec("tests.slurm.multinode") is not None
-
-
-@pytest.mark.skipif(not multinode_plugin, reason="needs the multi-node test cluster (tests/slurm/multinode.sh)")
+@pytest.mark.multinode
 @pytest.mark.slow
-def test_on_three_nodes_each_node_runs_its_share_of_one_job(request, tmp_path, db_url):
+def test_on_three_nodes_each_node_runs_its_share_of_one_job(multinode, tmp_path, db_url):
     """Three nodes of the multi-node cluster, one CPU rank on each (--cpu: the nodes' NVML is a
     stand-in), started by one `wirewise launch` in the batch script: srun runs the per-node step
     on every node, each node's accelerate launch gets its machine rank from SLURM_NODEID and the
     first node as the main process, and the ranks train one model over the nodes' network."""
-    cluster = request.getfixturevalue("multinode")
+    cluster = multinode
     script = batch_script(tmp_path, db_url, "--cpu", "--gpus", "1")
     out = tmp_path / "job.out"
     proc = subprocess.run(["sbatch", "--parsable", "--wait", "-p", cluster.partition, "-N", "3", "-t", "10",
