@@ -19,7 +19,8 @@ What the record says:
   benchmark records say it (jobs.failures.memory_now);
 - where it ran: inside `wirewise launch`, its launch file (wirewise.launch) names the GPUs, the
   placement, the strategy chosen and why, and the node's wiring (fingerprint); otherwise what
-  this process can see: CUDA_VISIBLE_DEVICES and the wiring NVML reports;
+  this process can see: CUDA_VISIBLE_DEVICES (or one GPU per local rank) and the wiring NVML
+  reports;
 - the strategy is what ran: read from accelerate's state where accelerate built one (DDP, FSDP,
   DeepSpeed's ZeRO stage), kept under the launch's name when that name's descriptor runs the
   same way (a plug-in's variant), and recorded beside the launch's choice when they differ.
@@ -127,7 +128,7 @@ def job_record(
     launched = launch.strategy if launch else os.environ.get(STRATEGY_ENV)
     ran = ran or {}
     name, strategy_note = _strategy(strategy or launched, ran)
-    gpus = (launch.gpus if launch else _visible_indices()) if device == "cuda" else []
+    gpus = (launch.gpus if launch else _visible_indices(len(ranks))) if device == "cuda" else []
     model = model or (launch.model if launch else None)
     ended = datetime.now(timezone.utc)
     steps = len(ranks[0].step_times_s)
@@ -324,10 +325,14 @@ def _launch_details(launch: LaunchFile | None, device: str) -> dict[str, Any]:
     return found
 
 
-def _visible_indices() -> list[int]:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    parts = [p.strip() for p in visible.split(",") if p.strip()]
-    return [int(p) for p in parts] if parts and all(p.isdigit() for p in parts) else []
+def _visible_indices(ranks: int) -> list[int]:
+    """A job started without `wirewise launch`: its GPUs as CUDA_VISIBLE_DEVICES names them (where
+    Slurm renumbers them inside a device cgroup, those names are the job's, not nvidia-smi's),
+    else the first ones, one per rank on this node, as torch hands them out by local rank."""
+    parts = [p.strip() for p in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if p.strip()]
+    if parts:
+        return [int(p) for p in parts] if all(p.isdigit() for p in parts) else []
+    return list(range(int(os.environ.get("LOCAL_WORLD_SIZE") or ranks)))
 
 
 def _summed(values: list[float | None]) -> float | None:
