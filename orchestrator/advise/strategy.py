@@ -18,6 +18,8 @@ the least-sharded stage that fits.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from wirewise import registry
 from wirewise.orchestrator.advise.memory import StrategyMemory, dial_order
 from wirewise.orchestrator.advise.params import ModelShape
@@ -57,10 +59,11 @@ def advise(
     busbw_gbs: float | None,
     gpu_name: str | None,
     batch_size: int = 1,
-    measured: dict[str, tuple[float, int]] | None = None,
+    measured: dict[str, tuple[float, int, list[str]]] | None = None,
 ) -> dict:
     """{"strategy": the pick or None, "reasons": [...], "strategies": [per strategy: fits,
-    memory, predicted tokens/s and its basis]}. `measured`: strategy -> (tokens/s, results)."""
+    memory, predicted tokens/s and its basis]}. `measured`: strategy -> (tokens/s, results,
+    sources: wirewise for benchmarks, job for real jobs)."""
     measured = measured or {}
     rows = []
     for mem in memory:
@@ -73,6 +76,8 @@ def advise(
                 shape, mem.strategy, gpus, batch_size, busbw_gbs, gpu_name),
             "basis": "measured" if found else "model",
             "results": found[1] if found else 0,
+            "sources": list(found[2]) if found else [],
+            "calibration": asdict(mem.calibration) if mem.calibration else None,
         })
     pick, reasons = _recommend(rows, gpus, is_fast_wire(busbw_gbs, gpu_name), busbw_gbs)
     return {"strategy": pick, "reasons": reasons, "strategies": rows}
@@ -95,7 +100,7 @@ def _recommend(rows: list[dict], gpus: int, fast: bool, busbw_gbs: float | None)
         best = max(measured, key=lambda row: row["predicted_tokens_per_s"])
         return best["strategy"], reasons + [
             f"{best['strategy']} measured fastest on this wiring and set shape "
-            f"({best['predicted_tokens_per_s']:g} tokens/s over {best['results']} result(s))"
+            f"({best['predicted_tokens_per_s']:g} tokens/s over {best['results']} result(s) of {', '.join(best['sources'])})"
         ]
     names = [row["strategy"] for row in fitting]
     if gpus == 1:

@@ -85,21 +85,24 @@ def measured_by_shape(store, topo: Topology, op: str = DEFAULT_OP) -> dict[str, 
     return {shape: _at_largest(sizes) for shape, sizes in by_shape.items()}
 
 
-def measured_tokens_per_s(store, topo: Topology, gpus, model: str) -> dict[str, tuple[float, int]]:
-    """strategy -> (median tokens/s, results) of training runs of `model` on this wiring and
-    this set's shape."""
+def measured_tokens_per_s(store, topo: Topology, gpus, model: str) -> dict[str, tuple[float, int, list[str]]]:
+    """strategy -> (median tokens/s, results, their sources) of training runs of `model` on this
+    wiring and this set's shape: benchmarks (source wirewise) and real jobs (source job) alike."""
     from wirewise.orchestrator.store.models import ResultRow
 
     wanted = set_shape(topo.links, topo.gpu_names, sorted(gpus))
     rows = gpu_results(
-        store, topo, (ResultRow.strategy, ResultRow.tokens_per_s),
+        store, topo, (ResultRow.strategy, ResultRow.tokens_per_s, ResultRow.source),
         ResultRow.model == model, ResultRow.gpu_count == len(gpus), ResultRow.tokens_per_s.is_not(None),
     )
     by_strategy: dict[str, list[float]] = {}
-    for shape, (strategy, tokens) in rows:
+    sources: dict[str, set[str]] = {}
+    for shape, (strategy, tokens, source) in rows:
         if shape == wanted:
             by_strategy.setdefault(strategy, []).append(tokens)
-    return {strategy: (round(median(values), 1), len(values)) for strategy, values in by_strategy.items()}
+            sources.setdefault(strategy, set()).add(source)
+    return {strategy: (round(median(values), 1), len(values), sorted(sources[strategy]))
+            for strategy, values in by_strategy.items()}
 
 
 def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tuple[str, tuple]]:
