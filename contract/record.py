@@ -21,7 +21,9 @@ RECORDED_ENV_PREFIXES = (
 
 Status = Literal["ok", "oom", "failed", "timeout", "cancelled"]
 Workload = Literal["collective", "train"]
-Source = Literal["wirewise", "nccl-tests"]
+# wirewise: its own benchmarks; nccl-tests: imported logs; job: a real training job's own figures
+# (wirewise.jobs.history: the Trainer callback or record_job in a custom loop).
+Source = Literal["wirewise", "nccl-tests", "job"]
 
 
 def utcnow() -> datetime:

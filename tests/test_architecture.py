@@ -5,6 +5,10 @@ Parts: the contract (`wirewise.*` from contract/), the compute side (`wirewise.j
 control plane (`wirewise.orchestrator`, its CLI apart) and the migrations (`wirewise.db`).
 Allowed: contract <- jobs, contract <- orchestrator <- cli; the control plane starts a local
 run through the one entry point `wirewise.jobs.launch`; db <-> store through public names.
+One edge runs the other way, on purpose: the `wirewise` package's front door for training
+scripts (`wirewise.advice`, computed by the control plane) resolves `wirewise.orchestrator.api`
+lazily, inside its module `__getattr__`, so `import wirewise` loads nothing of the orchestrator
+and no contract module depends on it; it is checked to stay that narrow and that lazy.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ ALLOWED = {
     ("db", "orchestrator"): {"wirewise.orchestrator.store.models", "wirewise.orchestrator.store.engine"},
     ("db", "db"): None,
 }
+# (importer module, imported module): the front door above, allowed inside functions only.
+FRONT_DOOR = {("wirewise", "wirewise.orchestrator.api")}
 
 
 def part_of(module: str) -> str:
@@ -56,10 +62,12 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every wirewise module a file imports, at module level or inside functions."""
+def imports_of(path: Path, top_level_only: bool = False) -> set[str]:
+    """Every wirewise module a file imports, at module level or inside functions (or, with
+    `top_level_only`, when the module itself is imported)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in (tree.body if top_level_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -84,18 +92,35 @@ def test_no_part_imports_what_it_must_not() -> None:
             if target is None or target == "wirewise" and part_of(module) != "contract" and name == "wirewise":
                 continue
             key = (part_of(module), part_of(target))
+            if (module, target) in FRONT_DOOR:
+                continue
             if key not in ALLOWED or (ALLOWED[key] is not None and target not in ALLOWED[key]):
                 wrong.append(f"{module} imports {target}")
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_front_door_is_lazy_and_the_only_way_back() -> None:
+    """`wirewise.advice` resolves through the control plane only when asked for: the package's
+    own import never reaches the orchestrator, and no other contract module imports it."""
+    known = modules()
+    for module, target in FRONT_DOOR:
+        assert target in {resolve(name, known) for name in imports_of(known[module])}, f"{module} no longer imports {target}"
+        eager = {resolve(name, known) for name in imports_of(known[module], top_level_only=True)}
+        assert target not in eager, f"{module} imports {target} when it is imported"
+    code = "import sys, wirewise; print(sorted(m for m in sys.modules if m.startswith('wirewise.orchestrator')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_no_import_cycle_between_parts() -> None:
-    """The graph of parts, without the allowed db <-> store pair, has no cycle."""
+    """The graph of parts, without the allowed db <-> store pair and the front door, has no cycle."""
     known = modules()
     edges: dict[str, set[str]] = {}
     for module, path in known.items():
         for name in imports_of(path):
             target = resolve(name, known)
+            if (module, target) in FRONT_DOOR:
+                continue
             if target and part_of(target) != part_of(module) and part_of(module) != "db":
                 edges.setdefault(part_of(module), set()).add(part_of(target))
 

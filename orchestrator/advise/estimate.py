@@ -120,12 +120,12 @@ def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Cal
     with store.read() as session:
         runs = session.execute(
             select(ResultRow.peak_mem_bytes, ResultRow.world_size, ResultRow.gpu_count, ResultRow.micro_batch,
-                   ResultRow.seq_len, ResultRow.extra)
+                   ResultRow.seq_len, ResultRow.extra, ResultRow.source)
             .where(ResultRow.workload == "train", ResultRow.model == shape.name, ResultRow.strategy == strategy)
             .where(ResultRow.status == "ok", ResultRow.peak_mem_bytes.is_not(None))
         ).all()
-    ratios, peaks = [], []
-    for peak, world, count, batch, seq, extra in runs:
+    ratios, peaks, sources = [], [], set()
+    for peak, world, count, batch, seq, extra, source in runs:
         if (extra or {}).get("device") == "cpu" or not peak:
             continue
         ranks, batch = world or count or 1, batch or 1
@@ -134,6 +134,7 @@ def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Cal
         estimated += activation_bytes(shape, batch, tokens)
         ratios.append(max(peak) / estimated)
         peaks.append(max(peak))
+        sources.add(source)
     if not ratios:
         return None
-    return Calibration(round(median(ratios), 3), len(ratios), round(median(peaks) / GB, 2))
+    return Calibration(round(median(ratios), 3), len(ratios), round(median(peaks) / GB, 2), sorted(sources))

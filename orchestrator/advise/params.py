@@ -114,3 +114,12 @@ def _vision_tokens(config) -> int:
     size = size if isinstance(size, int) else size[0]
     patch = patch if isinstance(patch, int) else patch[0]
     return (size // patch) ** 2 + 1
+
+
+def params_shape(params: int, seq_len: int | None = None) -> ModelShape:
+    """A model known only by its parameter count (`wirewise launch --params N`): model states are
+    counted exactly, activations not at all (no layers or width to count them by)."""
+    if params < 1:
+        raise UserError(f"--params {params}: give the model's parameter count, e.g. --params 7e9")
+    return ModelShape(f"params:{params}", "causal-lm", params, 0, 0, seq_len or DEFAULT_SEQ_LEN, None,
+                      "given (--params); activations not counted")

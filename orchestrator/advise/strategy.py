@@ -28,6 +28,8 @@ the stage that fits). Without predictions (the GPU's peak unknown) the same rule
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from wirewise import registry
 from wirewise.orchestrator.advise.fit import Fit
 from wirewise.orchestrator.advise.memory import StrategyMemory, dial_order
@@ -74,15 +76,16 @@ def advise(
     busbw_gbs: float | None,
     gpu_name: str | None,
     batch_size: int = 1,
-    measured: dict[str, tuple[float, int]] | None = None,
+    measured: dict[str, tuple[float, int, list[str]]] | None = None,
     fits: dict[str, Fit] | None = None,
     pooled: Fit | None = None,
     op_busbw: dict[str, float] | None = None,
 ) -> dict:
     """{"strategy": the pick or None, "reasons": [...], "strategies": [per strategy: fits,
     memory, predicted tokens/s, its basis and source, the step it rests on]}.
-    `measured`: strategy -> (tokens/s, results); `fits`: strategy -> its own fit on this wiring;
-    `pooled`: the fit of every strategy's results; `op_busbw`: busbw per op for this set."""
+    `measured`: strategy -> (tokens/s, results, sources: wirewise for benchmarks, job for real
+    jobs); `fits`: strategy -> its own fit on this wiring; `pooled`: the fit of every
+    strategy's results; `op_busbw`: busbw per op for this set."""
     measured, fits = measured or {}, fits or {}
     work = step_work(shape, gpus, batch_size, gpu_name)
     rows = [_row(mem, measured.get(mem.strategy), fits.get(mem.strategy) or pooled,
@@ -91,14 +94,15 @@ def advise(
     return {"strategy": pick, "reasons": reasons, "strategies": rows}
 
 
-def _row(mem: StrategyMemory, found: tuple[float, int] | None, fitted: Fit | None, own: bool,
+def _row(mem: StrategyMemory, found: tuple[float, int, list[str]] | None, fitted: Fit | None, own: bool,
          work: Work | None, busbw) -> dict:
     row = {"strategy": mem.strategy, "fits": mem.fits, "total_gb": mem.total_gb}
     mfu, hidden = (fitted.mfu, fitted.hidden) if fitted else (ASSUMED_MFU, ASSUMED_HIDDEN)
     step = step_time(registry.STRATEGIES[mem.strategy], work, busbw, mfu, hidden) if work else None
     if found:
         tokens, basis, results = found[0], "measured", found[1]
-        source = f"median of {results} training result(s) of this model and strategy on this wiring and set shape"
+        source = (f"median of {results} training result(s) of this model and strategy on this wiring and set shape "
+                  f"({', '.join(found[2])})")
     elif step is None:
         tokens, basis, results = None, "model", 0
         source = "no prediction: the GPU's peak FLOP/s is not known (give --gpu-name with a known model)"
@@ -111,7 +115,9 @@ def _row(mem: StrategyMemory, found: tuple[float, int] | None, fitted: Fit | Non
     else:
         tokens, basis, results = round(tokens_per_s(step, work)), "model", 0
         source = f"step model at an assumed MFU of {mfu:g} and full overlap (nothing measured on this wiring)"
-    row.update(predicted_tokens_per_s=tokens, basis=basis, results=results, source=source)
+    row.update(predicted_tokens_per_s=tokens, basis=basis, results=results, source=source,
+               sources=list(found[2]) if found else [],
+               calibration=asdict(mem.calibration) if mem.calibration else None)
     if step is not None:  # the step model's own figure, next to a measured one too
         row.update(modelled_tokens_per_s=round(tokens_per_s(step, work)), mfu=round(mfu, 3), hidden=hidden, **step.as_dict())
     return row
@@ -134,7 +140,7 @@ def _recommend(rows: list[dict], gpus: int, fast: bool, busbw_gbs: float | None)
         best = max(measured, key=lambda row: row["predicted_tokens_per_s"])
         return best["strategy"], reasons + [
             f"{best['strategy']} measured fastest on this wiring and set shape "
-            f"({best['predicted_tokens_per_s']:g} tokens/s over {best['results']} result(s))"
+            f"({best['predicted_tokens_per_s']:g} tokens/s over {best['results']} result(s) of {', '.join(best['sources'])})"
         ]
     names = [row["strategy"] for row in fitting]
     if gpus == 1:

@@ -63,7 +63,7 @@ def plan_spec(spec_path: str, topology_file: str | None = None, node: str | None
 
 
 def campaign_folder(spec: CampaignSpec) -> Path:
-    from wirewise.orchestrator.run.folders import runs_root
+    from wirewise.runs import runs_root
 
     folder = Path(spec.target.folder) if spec.target.folder else runs_root() / "campaigns" / spec.name
     return folder.expanduser().resolve()

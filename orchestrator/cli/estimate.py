@@ -55,7 +55,8 @@ def print_estimate(result: dict) -> None:
     for row in result["strategies"]:
         cal = row["calibration"]
         if cal:
-            notes.append(f"{row['strategy']}: calibrated x{cal['factor']:g} on {cal['results']} measured peak(s) (median {cal['measured_peak_gb']:g} GB)")
+            notes.append(f"{row['strategy']}: calibrated x{cal['factor']:g} on {cal['results']} measured peak(s) "
+                         f"(median {cal['measured_peak_gb']:g} GB; source {', '.join(cal['sources'])})")
     for note in notes:
         out.print(f"- {note}", markup=False, highlight=False)
 

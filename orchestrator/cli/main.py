@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import bench, campaign, collect, db, estimate, importer, place, results, run, topo
+from wirewise.orchestrator.cli import bench, campaign, collect, db, estimate, importer, launch, place, results, run, topo
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -26,6 +26,7 @@ app.command("collect")(collect.collect)
 app.command()(place.place)
 app.command()(estimate.estimate)
 run.register(app)
+launch.register(app)
 app.add_typer(results.app)
 
 

@@ -18,7 +18,7 @@ Fingerprint = Annotated[str | None, typer.Option("--fingerprint", help="Topology
 Node = Annotated[str | None, typer.Option("--node", help="Node name.")]
 Since = Annotated[str | None, typer.Option("--since", help="Started at or after: 2026-11-30, 2026-11-30T12:00, or an age: 7d, 12h.")]
 Campaigns = Annotated[list[str] | None, typer.Option("--campaign", help="Campaign name (repeat for several).")]
-Source = Annotated[str | None, typer.Option("--source", help="wirewise or nccl-tests.")]
+Source = Annotated[str | None, typer.Option("--source", help="wirewise (benchmarks), nccl-tests (imported logs) or job (real jobs' own figures).")]
 IncludeCpu = Annotated[bool, typer.Option("--include-cpu", help="Include CPU-rank (gloo) runs, which measure the host, not the fabric.")]
 Workload = Annotated[str | None, typer.Option("--workload", help="collective or train.")]
 Op = Annotated[str | None, typer.Option("--op", help="Collective op, e.g. all_reduce.")]

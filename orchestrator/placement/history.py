@@ -91,23 +91,27 @@ def measured_by_shape(store, topo: Topology, op: str = DEFAULT_OP) -> dict[str, 
 
 
 def measured_tokens_per_s(store, topo: Topology, gpus, model: str, micro_batch: int | None = None,
-                          seq_len: int | None = None) -> dict[str, tuple[float, int]]:
-    """strategy -> (median tokens/s, results) of training runs of `model` on this wiring and
-    this set's shape (at this micro-batch and sequence length, where given)."""
+                          seq_len: int | None = None) -> dict[str, tuple[float, int, list[str]]]:
+    """strategy -> (median tokens/s, results, their sources) of training runs of `model` on this
+    wiring and this set's shape (at this micro-batch and sequence length, where given):
+    benchmarks (source wirewise) and real jobs (source job) alike."""
     from wirewise.orchestrator.store.models import ResultRow
 
     wanted = set_shape(topo.links, topo.gpu_names, sorted(gpus))
     same_work = [column == value for column, value in ((ResultRow.micro_batch, micro_batch), (ResultRow.seq_len, seq_len))
                  if value is not None]
     rows = gpu_results(
-        store, topo, (ResultRow.strategy, ResultRow.tokens_per_s),
+        store, topo, (ResultRow.strategy, ResultRow.tokens_per_s, ResultRow.source),
         ResultRow.model == model, ResultRow.gpu_count == len(gpus), ResultRow.tokens_per_s.is_not(None), *same_work,
     )
     by_strategy: dict[str, list[float]] = {}
-    for shape, (strategy, tokens) in rows:
+    sources: dict[str, set[str]] = {}
+    for shape, (strategy, tokens, source) in rows:
         if shape == wanted:
             by_strategy.setdefault(strategy, []).append(tokens)
-    return {strategy: (round(median(values), 1), len(values)) for strategy, values in by_strategy.items()}
+            sources.setdefault(strategy, set()).add(source)
+    return {strategy: (round(median(values), 1), len(values), sorted(sources[strategy]))
+            for strategy, values in by_strategy.items()}
 
 
 def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tuple[str, tuple]]:

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from wirewise.errors import UserError
+from wirewise.launch import STRATEGY_ENV
 from wirewise.orchestrator.userjob.command import RUN_LABELS, CommandInJob, RunRequest
 
-STRATEGY_ENV = "WIREWISE_STRATEGY"
 START_POLL_S = 0.5
 # What to change when Slurm refuses the job, in the options' terms.
 REFUSED_RUN = "change --gpus, --node, -p/--partition or -t/--time (or drop --whole-node); nothing was recorded"

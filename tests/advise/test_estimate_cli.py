@@ -57,7 +57,8 @@ def test_measured_peaks_calibrate_the_estimate(db_url: str) -> None:
     cpu = {**run, "peak_mem_bytes": [1e9] * 4, "extra": {"device": "cpu"}}
     plant_training(db_url, topo, "nvl1", "mistral-7b", [run, run, cpu])
     rows = by_strategy(wirewise_json("estimate", "-m", "mistral-7b", "--gpus", "4", "--gpu-mem-gb", "80", "--db", db_url))
-    assert rows["fsdp"]["calibration"] == {"factor": pytest.approx(1.184, abs=0.002), "results": 2, "measured_peak_gb": 37.0}
+    assert rows["fsdp"]["calibration"] == {"factor": pytest.approx(1.184, abs=0.002), "results": 2, "measured_peak_gb": 37.0,
+                                           "sources": ["wirewise"]}
     assert rows["fsdp"]["total_gb"] == pytest.approx(37.0, abs=0.05)
     assert rows["ddp"]["calibration"] is None
 
