@@ -74,6 +74,7 @@ BatchOption = Annotated[int, typer.Option("--batch-size", help="Micro-batch per 
 SeqOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")]
 AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12 B/param (bf16 params+grads, fp32 moments); zero: 16 B/param (plus fp32 master).")]
 GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
+GpuNameOption = Annotated[str | None, typer.Option("--gpu-name", help="The GPUs' model as nvidia-smi -L prints it (e.g. 'NVIDIA H200'), for a saved matrix without names.")]
 
 
 def emit(result: Any, json: bool, table) -> None:

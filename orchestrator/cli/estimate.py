@@ -18,6 +18,7 @@ def estimate(
     seq_len: SeqOption = None,
     accounting: AccountingOption = "article",
     gpu_mem_gb: GpuMemOption = None,
+    gpu_name: Annotated[str | None, typer.Option("--gpu-name", help="The GPU's model (e.g. 'NVIDIA H200'): its memory, where --gpu-mem-gb is not given.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -27,7 +28,7 @@ def estimate(
 
     result = estimate_memory(
         model, gpus, [strategy] if strategy else None, batch_size, seq_len, accounting, gpu_mem_gb,
-        store=existing_store(db),
+        gpu_name=gpu_name, store=existing_store(db),
     )
     emit(result, json, print_estimate)
 

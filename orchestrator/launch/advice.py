@@ -47,7 +47,8 @@ class StrategyAdvice:
     memory_basis: str  # "model", or "measured" where stored peaks calibrated it
     memory_sources: list[str]  # where those peaks come from: wirewise (benchmarks), job (real jobs)
     tokens_per_s: float | None  # over all ranks; None where the model cannot say (GPU peak unknown)
-    tokens_basis: str  # "measured" (median of stored results on this wiring and set shape) or "model"
+    tokens_basis: str  # "measured" (median of stored results on this wiring and set shape), "fitted" (the step
+    # model fitted to the wiring's stored training results) or "model" (wirewise.orchestrator.advise.strategy)
     results: int  # how many stored results the measured figure rests on
     sources: list[str]  # where they come from: wirewise, job
     runs_here: bool  # runs as itself on this job's device through accelerate

@@ -16,7 +16,7 @@ from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.topology import Topology
 from wirewise.topology.fingerprint import set_shape
 
-MEASURED, MODEL = "measured", "model"
+MEASURED, MODEL, UNKNOWN = "measured", "model", "unknown"  # UNKNOWN: nothing measured, GPU model not named
 DEFAULT_OP = "all_reduce"
 
 
@@ -30,7 +30,7 @@ class Measured:
 @dataclass(frozen=True)
 class Prediction:
     busbw_gbs: float | None
-    basis: str  # MEASURED or MODEL
+    basis: str  # MEASURED, MODEL or UNKNOWN
     results: int = 0  # how many stored results it rests on
     bytes: int | None = None  # the message size they were measured at
 
@@ -55,10 +55,15 @@ class Predictor:
             found = self.measured.get(self.shape(gpus))
             if found:
                 return Prediction(found.busbw_gbs, MEASURED, found.results, found.bytes)
+        if not self.wiring.named:
+            return Prediction(None, UNKNOWN)
         return Prediction(self.wiring.model_busbw(gpus), MODEL)
 
     def __call__(self, gpus) -> float | None:
-        return self.predict(gpus).busbw_gbs
+        """The ranking key: the prediction; where the GPU model is unknown, the wiring model at
+        nominal rates (25 GB/s per NVLink, PCIe Gen4), which ranks sets by their structure."""
+        found = self.predict(gpus)
+        return self.wiring.model_busbw(tuple(sorted(gpus))) if found.basis == UNKNOWN else found.busbw_gbs
 
     def shape(self, gpus: tuple[int, ...]) -> str:
         if gpus not in self._shapes:
@@ -85,15 +90,19 @@ def measured_by_shape(store, topo: Topology, op: str = DEFAULT_OP) -> dict[str, 
     return {shape: _at_largest(sizes) for shape, sizes in by_shape.items()}
 
 
-def measured_tokens_per_s(store, topo: Topology, gpus, model: str) -> dict[str, tuple[float, int, list[str]]]:
+def measured_tokens_per_s(store, topo: Topology, gpus, model: str, micro_batch: int | None = None,
+                          seq_len: int | None = None) -> dict[str, tuple[float, int, list[str]]]:
     """strategy -> (median tokens/s, results, their sources) of training runs of `model` on this
-    wiring and this set's shape: benchmarks (source wirewise) and real jobs (source job) alike."""
+    wiring and this set's shape (at this micro-batch and sequence length, where given):
+    benchmarks (source wirewise) and real jobs (source job) alike."""
     from wirewise.orchestrator.store.models import ResultRow
 
     wanted = set_shape(topo.links, topo.gpu_names, sorted(gpus))
+    same_work = [column == value for column, value in ((ResultRow.micro_batch, micro_batch), (ResultRow.seq_len, seq_len))
+                 if value is not None]
     rows = gpu_results(
         store, topo, (ResultRow.strategy, ResultRow.tokens_per_s, ResultRow.source),
-        ResultRow.model == model, ResultRow.gpu_count == len(gpus), ResultRow.tokens_per_s.is_not(None),
+        ResultRow.model == model, ResultRow.gpu_count == len(gpus), ResultRow.tokens_per_s.is_not(None), *same_work,
     )
     by_strategy: dict[str, list[float]] = {}
     sources: dict[str, set[str]] = {}

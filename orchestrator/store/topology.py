@@ -8,6 +8,7 @@ pair matrix, NVML's PCIe paths, hence its groups) lives in that node's row.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
@@ -128,3 +129,28 @@ def load_topology(store: Store, node: str | None = None, fingerprint: str | None
             what = "no stored wiring" if not matches else f"{len(matches)} stored wirings"
             raise UserError(f"{what} with a fingerprint starting {fingerprint!r} (see `wirewise topo list`)")
         return Topology.model_validate({**matches[0].parsed, "raw_text": matches[0].raw_text})
+
+
+def stored_gpu_models(store: Store, links: list[list[str]]) -> dict[str, list[str]]:
+    """GPU model -> the stored nodes whose pair matrix is `links` up to GPU numbering and whose
+    GPUs are named: where a saved matrix without names can take its GPUs' model from."""
+    from wirewise.topology.fingerprint import fingerprint
+
+    def unnamed(matrix: list[list[str]]) -> str:
+        return fingerprint(matrix, [None] * len(matrix))
+
+    wanted = unnamed(links)
+    with store.read() as session:
+        rows = session.execute(
+            select(NodeRow.name, NodeTopologyRow.details, TopologyRow.parsed)
+            .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
+            .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
+            .where(TopologyRow.gpu_count == len(links), TopologyRow.gpu_model.is_not(None))
+        ).all()
+    found: dict[str, list[str]] = {}
+    for node, details, parsed in rows:
+        source = details if "links" in details else parsed
+        names = [name for name in source.get("gpu_names") or [] if name]
+        if names and unnamed(source["links"]) == wanted:
+            found.setdefault(Counter(names).most_common(1)[0][0], []).append(node)
+    return found

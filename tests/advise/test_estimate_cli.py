@@ -82,3 +82,9 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path) -> None:
     proc = wirewise("estimate", *args, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.startswith("wirewise: error: ") and message in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_gpu_name_gives_the_cards_memory() -> None:
+    out = wirewise_json("estimate", "--model", "mistral-7b", "--gpus", "4", "--gpu-name", "NVIDIA H200")
+    assert (out["gpu_mem_gb"], out["gpu_mem_source"]) == (141.0, "the GPU's name (NVIDIA H200)")
+    assert by_strategy(out)["ddp"]["fits"] is True  # 86.9 + 9.5 GB of 141 x 0.9

@@ -56,14 +56,26 @@ def test_no_room_is_unplaceable() -> None:
 def test_place_across_stored_nodes(db_url: str) -> None:
     from tests.conftest import wirewise, wirewise_json
     from tests.placement.history import plant_all_reduce
+    from tests.topology.common import NVL_QUADS_NAMED, NVSWITCH_NAMED
 
     for name in ("nvl-a", "nvl-b"):
-        plant_all_reduce(db_url, NVL, name, {})
-    plant_all_reduce(db_url, NVSWITCH, "sw-a", {})
+        plant_all_reduce(db_url, read_topology(NVL_QUADS_NAMED), name, {})
+    plant_all_reduce(db_url, read_topology(NVSWITCH_NAMED), "sw-a", {})
     out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
     assert [row["node"] for row in out["nodes"]] == ["nvl-a", "nvl-b"] and out["per_node"] == 8
+    assert out["predicted_busbw_gbs"] == 44.1  # 4 + 4 across the quads, inside each node
     out = wirewise_json("place", "--gpus", "8", "--across-nodes", "--db", db_url)
     assert len(out["nodes"]) == 1 and out["predicted_busbw_gbs"] == 360.0  # the NVSwitch node
     assert out["nodes"][0]["node"] == "sw-a"
     proc = wirewise("place", "--gpus", "24", "--across-nodes", "--db", db_url)
     assert proc.returncode == 2 and "cannot be placed" in proc.stderr
+
+
+def test_stored_nodes_without_names_are_placed_without_a_figure(db_url: str) -> None:
+    from tests.conftest import wirewise_json
+    from tests.placement.history import plant_all_reduce
+
+    plant_all_reduce(db_url, NVSWITCH, "bare-sw", {})
+    out = wirewise_json("place", "--gpus", "8", "--across-nodes", "--db", db_url)
+    assert out["nodes"][0]["node"] == "bare-sw" and out["predicted_busbw_gbs"] is None
+    assert any("GPU model unknown" in reason for reason in out["reasons"])
