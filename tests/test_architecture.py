@@ -1,5 +1,5 @@
-"""The seams the code is built on, checked from the source: who may import whom, one name in
-site-packages, and a control plane that starts without torch.
+"""The seams the code is built on, checked from the source: who may import whom, SQL in the
+store alone, one name in site-packages, and a control plane that starts without torch.
 
 Parts: the contract (`wirewise.*` from contract/), the compute side (`wirewise.jobs`), the
 control plane (`wirewise.orchestrator`, its CLI apart) and the migrations (`wirewise.db`).
@@ -32,7 +32,7 @@ ALLOWED = {
     ("cli", "contract"): None,
     ("cli", "orchestrator"): None,
     ("cli", "cli"): None,
-    ("db", "orchestrator"): {"wirewise.orchestrator.store.models", "wirewise.orchestrator.store.engine"},
+    ("db", "orchestrator"): {"wirewise.orchestrator.store.schema", "wirewise.orchestrator.store.engine"},
     ("db", "db"): None,
 }
 
@@ -56,8 +56,9 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every wirewise module a file imports, at module level or inside functions."""
+def imports_of(path: Path, only_wirewise: bool = True) -> set[str]:
+    """Every wirewise module a file imports (every module, with only_wirewise=False), at module
+    level or inside functions."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -65,7 +66,7 @@ def imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
             names |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in names if name == "wirewise" or name.startswith("wirewise.")}
+    return {name for name in names if not only_wirewise or name == "wirewise" or name.startswith("wirewise.")}
 
 
 def resolve(name: str, known: dict[str, Path]) -> str | None:
@@ -87,6 +88,38 @@ def test_no_part_imports_what_it_must_not() -> None:
             if key not in ALLOWED or (ALLOWED[key] is not None and target not in ALLOWED[key]):
                 wrong.append(f"{module} imports {target}")
     assert not wrong, "\n".join(wrong)
+
+
+STORE = "wirewise.orchestrator.store"
+SQL_MODULES = ("sqlalchemy", f"{STORE}.schema", f"{STORE}.models")  # the SQL and the tables it is written on
+
+
+def sql_outside_the_store(files: dict[str, Path]) -> list[str]:
+    """'module imports name' for each module outside the store and the migrations that imports
+    SQLAlchemy or the store's tables: everything else calls the store's functions."""
+    wrong = []
+    for module, path in sorted(files.items()):
+        if module == STORE or module.startswith((f"{STORE}.", "wirewise.db")):
+            continue
+        for name in sorted(imports_of(path, only_wirewise=False)):
+            if any(name == sql or name.startswith(f"{sql}.") for sql in SQL_MODULES):
+                wrong.append(f"{module} imports {name}")
+    return wrong
+
+
+def test_only_the_store_writes_sql() -> None:
+    assert sql_outside_the_store(modules()) == []
+
+
+def test_sql_planted_outside_the_store_is_found(tmp_path: Path) -> None:
+    """The check of the test above sees an import inside a function, and one of the tables."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("def nodes(store):\n    from sqlalchemy import select\n    from wirewise.orchestrator.store.schema import NODES\n")
+    found = sql_outside_the_store({"wirewise.orchestrator.report.planted": planted, f"{STORE}.planted": planted})
+    assert found == ["wirewise.orchestrator.report.planted imports sqlalchemy",
+                     "wirewise.orchestrator.report.planted imports sqlalchemy.select",
+                     "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.schema",
+                     "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.schema.NODES"]
 
 
 def test_no_import_cycle_between_parts() -> None:

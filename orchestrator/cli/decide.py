@@ -70,11 +70,11 @@ def estimate(
 ) -> None:
     """Memory per GPU for each strategy: model states by the ZeRO formulas, activations, and whether it fits."""
     from wirewise.orchestrator.advise import estimate as estimate_memory
-    from wirewise.orchestrator.placement.request import existing_store
+    from wirewise.orchestrator.store import Store
 
     result = estimate_memory(
         model, gpus, [strategy] if strategy else None, batch_size, seq_len, accounting, gpu_mem_gb,
-        store=existing_store(db),
+        store=Store.open_existing(db),
     )
     emit(result, json, print_estimate)
 

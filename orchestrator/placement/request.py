@@ -8,27 +8,10 @@ from pathlib import Path
 from wirewise.errors import UserError
 from wirewise.orchestrator.placement import POLICIES
 from wirewise.orchestrator.placement.free import free_gpus, parse_free_list
-from wirewise.orchestrator.store.topology import load_topology
 from wirewise.orchestrator.placement.place import place
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.topology import load_topology
 from wirewise.topology import Topology, node_name, read_topology
-
-
-def existing_store(db: str | None):
-    """The store at --db / WIREWISE_DB / ./wirewise.db, or None where that SQLite file does not
-    exist yet: asking for advice never creates a database."""
-    from sqlalchemy.engine import make_url
-
-    from wirewise.orchestrator.store import Store, resolve_url
-
-    url = resolve_url(db)
-    try:
-        parsed = make_url(url)
-    except Exception:
-        raise UserError(f"not a database URL: {url!r}") from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if not Path(parsed.database).expanduser().exists():
-            return None
-    return Store(url)
 
 
 def node_topology(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
@@ -67,7 +50,7 @@ def placement_for(
     db: str | None = None,
 ) -> dict:
     """The `wirewise place --json` object."""
-    store = existing_store(db)
+    store = Store.open_existing(db)
     topo, live = node_topology(topology_file, node, store)
     given = parse_free_list(free, topo.gpus) if free is not None else None
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
@@ -84,7 +67,7 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes, slurm_leaf_switches
     from wirewise.orchestrator.store.topology import list_topologies
 
-    store = existing_store(db)
+    store = Store.open_existing(db)
     names = sorted({row["node"] for row in list_topologies(store)}) if store is not None else []
     if not names:
         raise UserError("no stored nodes to place across (run `wirewise topo save` on each node)")
@@ -109,11 +92,10 @@ def run_for(request, topology_file: Path | None, node: str | None, db: str | Non
     """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
     any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
     from wirewise.orchestrator.placement.submit import run_command
-    from wirewise.orchestrator.store import Store
 
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
-    topo, live = node_topology(topology_file, node, existing_store(db))
+    topo, live = node_topology(topology_file, node, Store.open_existing(db))
     store = Store(db)  # the job is recorded: create the database once the request is sound
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)

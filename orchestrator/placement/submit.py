@@ -137,16 +137,12 @@ def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store,
 
 def record(store, result: dict, request: RunRequest, topo, placement: dict) -> int:
     """One placed_jobs row; returns its id."""
-    from wirewise.orchestrator.store.models import PlacedJobRow
+    from wirewise.orchestrator.store.placed_jobs import add_placed_job
 
-    row = PlacedJobRow(
-        slurm_job_id=result["job_id"], mode=result["mode"], command=result["command"], node=result["node"],
+    return add_placed_job(
+        store, slurm_job_id=result["job_id"], mode=result["mode"], command=result["command"], node=result["node"],
         requested_gpus=request.gpus, gpus=result["gpus"], fingerprint=topo.fingerprint, fabric=topo.fabric,
         constraint=result["constraint"], predicted_busbw_gbs=result["predicted_busbw_gbs"], basis=result["basis"],
         best_free_gpus=placement["gpus"], best_free_busbw_gbs=placement["predicted_busbw_gbs"],
         model=request.model, strategy=result["strategy"], warnings=result["warnings"], folder=str(request.folder),
     )
-    with store.session() as session:
-        session.add(row)
-        session.flush()
-        return row.id

@@ -8,21 +8,7 @@ from pathlib import Path
 
 from wirewise.record import ResultRecord
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import ResultRow
-
-
-def _insert_ignoring_duplicates(session, rows: list[dict]) -> int:
-    """INSERT ... ON CONFLICT (record_id) DO NOTHING, in the dialect's own syntax."""
-    if not rows:
-        return 0
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(ResultRow).values(rows).on_conflict_do_nothing(index_elements=["record_id"])
-    # Count through RETURNING: PostgreSQL reports rowcount -1 for a multi-row insert.
-    return len(session.execute(stmt.returning(ResultRow.record_id)).all())
+from wirewise.orchestrator.store.results import insert_results
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
@@ -42,7 +28,7 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
             from wirewise.orchestrator.store.topology import add_topology
 
             add_topology(session, topology, node_name(topology, node or (records[0].node if records else None)))
-        return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
+        return sum(insert_results(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
 
     return store.write(write)
 

@@ -16,16 +16,12 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import select
-
 from wirewise.errors import UserError
 from wirewise.orchestrator.report.aggregate import aggregate
-from wirewise.orchestrator.report.query import (
-    Filters, campaign_names, fingerprints_starting, resolve, unique_prefix,
-)
+from wirewise.orchestrator.report.query import resolve, unique_prefix
 from wirewise.orchestrator.report.stats import Stats
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import ResultRow
+from wirewise.orchestrator.store.results import Filters, campaign_names, fingerprints_starting, has_results_on
 
 KINDS = ("campaign", "node", "fingerprint", "fabric")
 CASE_FIELDS = {
@@ -75,8 +71,7 @@ def _match(store: Store, kind: str, value: str) -> str | None:
     if kind == "campaign":
         return value if campaign_names(store, [value]) else None
     if kind == "node":
-        with store.read() as session:
-            return session.scalar(select(ResultRow.node).where(ResultRow.node == value).limit(1))
+        return value if has_results_on(store, value) else None
     from wirewise.topology.classify import FABRICS
 
     known = FABRICS if kind == "fabric" else fingerprints_starting(store, value)
