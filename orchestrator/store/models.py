@@ -1,5 +1,6 @@
-"""ORM classes for the store's writes, mapped onto the Core tables of schema.py (the one
-definition of the schema). Reads never import this module: see schema.py."""
+"""ORM classes mapped onto the tables of schema.py, for the tests and scripts that query a
+store with the ORM (`with store.session() as s: s.scalars(select(ResultRow))`). wirewise
+itself writes Core statements and reads through read.py: no command imports this module."""
 
 from __future__ import annotations
 

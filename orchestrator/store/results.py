@@ -23,7 +23,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.read import UPPERMOST, Dialect, Params
+from wirewise.orchestrator.store.read import UPPERMOST, Dialect, Params, Reader
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -95,10 +95,10 @@ GROUP_FIELDS = ("source", "campaign", "node", "fingerprint", "fabric", "op", "dt
 
 
 def _field_sql(d: Dialect) -> dict[str, str]:
-    """Each field results can be grouped by, as SQL (placement: where recorded); the others
-    are the columns of their name."""
+    """Each field results can be grouped by, and status (always part of a group), as SQL
+    (placement: where recorded); the others are the columns of their name."""
     derived = {"gpus": RANKS, "placement": _recorded_placement(d), "transport": _transport(d)}
-    return {name: derived.get(name, name) for name in GROUP_FIELDS}
+    return {name: derived.get(name, name) for name in (*GROUP_FIELDS, "status")}
 # What a run that did not record its placement is placed by: the node's wiring and its GPUs.
 _UNRECORDED = {"node": "node", "fingerprint": "fingerprint", "gpu_count": "gpu_count", "gpu_list": GPU_LIST}
 
@@ -183,36 +183,61 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
 # -- one row per group -----------------------------------------------------------------------
 def grouped(store: Store, filters: Filters, workload: str, fields: tuple[str, ...], metrics: tuple[str, ...],
             unrecorded: bool) -> list[dict[str, Any]]:
-    """One GROUP BY over the `workload` results that match: per group, its `fields`, "status",
+    """GROUP BY over the `workload` results that match: per group, its `fields`, "status",
     "count", and each metric's present values (a list of numbers; for peak_mem_bytes, each
     run's list of per-rank peaks). With `unrecorded`, "placement" is the recorded one and the
-    groups split further by what derives it where none was recorded (unrecorded_node,
-    unrecorded_fingerprint, unrecorded_gpu_count, unrecorded_gpu_list)."""
+    groups without it split further by what derives it (unrecorded_node, unrecorded_fingerprint,
+    unrecorded_gpu_count, unrecorded_gpu_list; None where recorded).
+
+    Sorting the rows into groups is most of a wide query's time (34,000 rows of the benchmark:
+    the sort of nine keys doubles the time of the scan), so the sort gets as few keys as can
+    vary: a field the filters fix is no key (its value is the filter's), and the keys that
+    derive the placement are added only in a second query, over the rows that recorded none."""
+    constant = _fixed(filters)
+    fields = (*fields, *(("placement",) if unrecorded and "placement" not in fields else ()), "status")
+    keys = [name for name in fields if name not in constant]
     with store.read() as db:
-        d, p = db.dialect, db.params()
-        field_sql = _field_sql(d)
-        keys = {name: field_sql[name] for name in fields if name != "placement"}
-        if unrecorded:
-            placement = keys["placement"] = _recorded_placement(d)
-            keys.update({f"unrecorded_{name}": f"CASE WHEN {placement} IS NULL THEN {column} END"
-                         for name, column in _UNRECORDED.items()})
-        keys["status"] = "status"
-        selected = [f"{sql} AS {name}" for name, sql in keys.items()] + ["count(*) AS count"]
-        selected += [f"{_gathered(metric, d)} AS {metric}" for metric in metrics]
-        # GROUP BY the expressions, not their labels: PostgreSQL reads "gpus" as the column
-        sql = (f"SELECT {', '.join(selected)} FROM results WHERE {_and([*_where(filters, p), f'workload = {p(workload)}'])} "
-               f"GROUP BY {', '.join(keys.values())}")
-        rows = db.rows(sql, p)
-    names = [*keys, "count", *metrics]
-    found = []
-    for row in rows:
-        group = dict(zip(names, row))
+        found = _grouped(db, filters, workload, keys, metrics, split=False)
+        if unrecorded and any(group["placement"] is None for group in found):
+            found = [group for group in found if group["placement"] is not None]
+            found += _grouped(db, filters, workload, keys, metrics, split=True)
+    for group in found:
+        group.update({name: value for name, value in constant.items() if name in fields})
+        for name in _UNRECORDED:
+            group.setdefault(f"unrecorded_{name}", None)
         if group.get("in_place") is not None:
             group["in_place"] = bool(group["in_place"])
         for metric in metrics:
             group[metric] = _values(metric, group[metric])
-        found.append(group)
     return found
+
+
+def _fixed(f: Filters) -> dict[str, Any]:
+    """The group fields whose value the filters fix (an equality on the field's own SQL)."""
+    fixed = {"fabric": f.fabric, "fingerprint": f.fingerprint, "node": f.node, "op": f.op, "bytes": f.bytes,
+             "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status, "gpus": f.gpus,
+             "transport": f.transport, "campaign": f.campaigns[0] if len(f.campaigns) == 1 else None}
+    return {name: value for name, value in fixed.items() if value is not None}
+
+
+def _grouped(db: Reader, filters: Filters, workload: str, fields: list[str], metrics: tuple[str, ...], split: bool) -> list[dict]:
+    """One GROUP BY of `fields` (and, with `split`, of what derives the placement, over the rows
+    that recorded none)."""
+    d, p = db.dialect, db.params()
+    field_sql = _field_sql(d)
+    keys = {name: field_sql[name] for name in fields}
+    conditions = [*_where(filters, p), f"workload = {p(workload)}"]
+    if split:
+        conditions.append(f"{_recorded_placement(d)} IS NULL")
+        keys.update({f"unrecorded_{name}": column for name, column in _UNRECORDED.items()})
+    selected = [f"{sql} AS {name}" for name, sql in keys.items()] + ["count(*) AS count"]
+    selected += [f"{_gathered(metric, d)} AS {metric}" for metric in metrics]
+    # GROUP BY the expressions, not their labels: PostgreSQL reads "gpus" as the column. With
+    # every field fixed there is one group, or none: HAVING drops the row of an empty match.
+    group = f"GROUP BY {', '.join(keys.values())}" if keys else "HAVING count(*) > 0"
+    rows = db.rows(f"SELECT {', '.join(selected)} FROM results WHERE {_and(conditions)} {group}", p)
+    names = [*keys, "count", *metrics]
+    return [dict(zip(names, row)) for row in rows]
 
 
 def _gathered(metric: str, d: Dialect) -> str:

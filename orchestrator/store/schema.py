@@ -1,8 +1,9 @@
-"""The tables, as SQLAlchemy Core defines them. Schema changes go through alembic (db/versions).
+"""The tables, as SQLAlchemy Core defines them: the one definition of the schema, which the
+writes (Core statements), the migrations' check (alembic's autogenerate, tests/store) and the
+ORM mapping of models.py use. Schema changes go through alembic (db/versions).
 
-Reads use these tables alone: the ORM (models.py, mapped onto the same tables) is imported only
-by writes, so a query command skips its import and mapper set-up (about 65 ms of a `wirewise
-results` on the quiet 2-core machine, with the declarative models; tests/benchmarks/bench_results.py).
+The read path never imports this module (read.py says why): what it needs of the column types,
+it names (store.results: JSON_COLUMNS and the others; tests/store checks them against these).
 """
 
 from __future__ import annotations
