@@ -42,7 +42,7 @@ class ResultRecord(BaseModel):
     # where it ran
     node: str | None = None
     gpus: list[int] = Field(default_factory=list)  # physical indices
-    gpu_count: int = 0
+    gpu_count: int | None = 0  # None: unknown (an imported log that shows no rank count)
     fingerprint: str | None = None
     fabric: str | None = None
 

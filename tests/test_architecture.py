@@ -184,6 +184,7 @@ def test_registry_names_resolve_to_code(registry_name: str) -> None:
 
     known = modules()
     for name, ref in getattr(registry, registry_name).items():
+        ref = getattr(ref, "impl", ref)  # a strategy's descriptor names its code
         module, _, attribute = ref.partition(":")
         assert module in known, f"{name}: no module {module}"
         tree = ast.parse(known[module].read_text())

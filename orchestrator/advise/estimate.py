@@ -10,11 +10,11 @@ from wirewise.errors import UserError
 from wirewise.orchestrator.advise.memory import (
     ACCOUNTINGS,
     GB,
-    STRATEGY_ORDER,
     Calibration,
     StrategyMemory,
     activation_bytes,
     check_choice,
+    dial_order,
     model_state_bytes,
     strategy_memory,
 )
@@ -40,7 +40,7 @@ def estimate(
     """The estimate as the command prints it (--json)."""
     check_choice(accounting, ACCOUNTINGS, "accounting")
     for strategy in strategies or []:
-        check_choice(strategy, STRATEGY_ORDER, "strategy")
+        check_choice(strategy, dial_order(), "strategy")
     if gpus < 1 or batch_size < 1 or (seq_len is not None and seq_len < 1):
         raise UserError("--gpus, --batch-size and --seq-len must be at least 1")
     shape = model_shape(model, seq_len)
@@ -69,7 +69,7 @@ def memory_rows(shape: ModelShape, gpus: int, batch_size: int, accounting: str, 
             shape, strategy, gpus, batch_size, accounting, memory_gb,
             calibration(store, shape, strategy, accounting) if store is not None else None,
         )
-        for strategy in (strategies or STRATEGY_ORDER)
+        for strategy in (strategies or dial_order())
     ]
 
 

@@ -105,8 +105,8 @@ def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
 def _fact(fact: dict[str, Any], groups: GroupLookup) -> dict[str, Any]:
     """One row (store.results.result_rows) made a fact, in place."""
     gpu_list = fact.pop("gpu_list")
-    fact["device"] = "gpu" if fact["gpu_count"] else "cpu"
-    fact["gpus"] = fact["gpu_count"] or fact["world_size"] or 0
+    fact["device"] = "cpu" if fact["gpu_count"] == 0 else "gpu"
+    fact["gpus"] = None if fact["gpu_count"] is None else fact["gpu_count"] or fact["world_size"] or 0
     fact["placement"] = groups.placement(
         fact.pop("recorded_placement"), fact["node"], fact["fingerprint"], fact["gpu_count"], gpu_list,
     )

@@ -7,6 +7,8 @@ node's wiring where a campaign did not record it, is the report's to check after
 
 Runs on CPU ranks (gloo; their records name no GPU, gpu_count 0) measure the host, not the
 fabric their rows are fingerprinted with: they stay out unless `include_cpu` asks for them.
+An imported log that did not say how many GPUs ran has gpu_count NULL: a GPU run whose
+`gpus` is None (unknown), matched by no `--gpus N`.
 
 A missing metric is None on every read, on both databases: SQLite stores a NaN as NULL, and
 PostgreSQL's NaN is read as NULL (Dialect.number); aggregates gather present values only
@@ -77,7 +79,8 @@ class Filters:
 
 
 # -- SQL of the derived fields, written once for filters, rows and groups ---------------------
-RANKS = "coalesce(nullif(gpu_count, 0), world_size, 0)"  # GPUs, or ranks for CPU runs
+# GPUs, or ranks for CPU runs (gpu_count 0); NULL where an imported log did not say (gpu_count NULL)
+RANKS = "CASE WHEN gpu_count IS NULL THEN world_size ELSE coalesce(nullif(gpu_count, 0), world_size, 0) END"
 GPU_LIST = "CAST(gpus AS VARCHAR)"  # the GPUs as JSON text: PostgreSQL can neither group nor compare json
 
 
@@ -123,8 +126,8 @@ def _where(f: Filters, p: Params) -> list[str]:
         found.append(f"started_at >= {p(d.moment(f.since))}")
     if f.campaigns:
         found.append(f"campaign IN ({p.each(f.campaigns)})")
-    if not f.include_cpu:
-        found.append("gpu_count > 0")
+    if not f.include_cpu:  # an unknown GPU count (NULL) is still a GPU run
+        found.append("(gpu_count > 0 OR gpu_count IS NULL)")
     return found
 
 
@@ -298,6 +301,20 @@ def has_results_on(store: Store, node: str) -> bool:
 def nodes_with_results(store: Store) -> set[str]:
     with store.read() as db:
         return set(db.column("SELECT DISTINCT node FROM results WHERE node IS NOT NULL"))
+
+
+def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) -> set[tuple]:
+    """(op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs) of the stored rows of
+    `source` with those ops and sizes: what an excerpt of an nccl-tests log that names no run
+    can be matched by (wirewise.orchestrator.record.nccl_tests)."""
+    with store.read() as db:
+        p = db.params()
+        rows = db.rows(
+            "SELECT op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs FROM results "
+            f"WHERE source = {p(source)} AND op IN ({p.each(ops) or 'NULL'}) AND bytes IN ({p.each(sizes) or 'NULL'})", p,
+        )
+        flag = db.dialect.flag
+    return {(op, size, count, dtype, flag(in_place), *figures) for op, size, count, dtype, in_place, *figures in rows}
 
 
 def ok_results(store: Store, columns: tuple[str, ...], present: tuple[str, ...] = (), **equal: Any) -> list[tuple]:

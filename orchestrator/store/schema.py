@@ -120,7 +120,7 @@ RESULTS = Table(
     Column("params", JSON, nullable=False),
     Column("node", String(255)),
     Column("gpus", JSON, nullable=False),
-    Column("gpu_count", Integer, nullable=False, index=True),
+    Column("gpu_count", Integer, index=True),  # NULL: unknown (db/versions/0005)
     Column("fingerprint", String(64), index=True),
     Column("fabric", String(32), index=True),
     Column("status", String(16), nullable=False, index=True),
