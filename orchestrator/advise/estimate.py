@@ -7,6 +7,7 @@ import re
 from statistics import median
 
 from wirewise.errors import UserError
+from wirewise.nvml import first_gpu_memory
 from wirewise.orchestrator.advise.memory import (
     ACCOUNTINGS,
     GB,
@@ -102,21 +103,11 @@ def memory_from_name(name: str) -> float | None:
 
 def probe_memory() -> tuple[float, str] | None:
     """GPU 0's memory through NVML, None where there is no driver or GPU."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # no library, no driver, no GPU: all mean "not probed"
+    found = first_gpu_memory()
+    if found is None:
         return None
-    try:
-        if pynvml.nvmlDeviceGetCount() == 0:
-            return None
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-        total = pynvml.nvmlDeviceGetMemoryInfo(handle).total
-        name = pynvml.nvmlDeviceGetName(handle)
-        return round(total / GB, 1), f"probed ({name if isinstance(name, str) else name.decode()}, NVML)"
-    finally:
-        pynvml.nvmlShutdown()
+    total, name = found
+    return round(total / GB, 1), f"probed ({name}, NVML)"
 
 
 def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Calibration | None:

@@ -820,6 +820,7 @@ def _section_fields(
     section: Section, index: int, op: str, file_name: str, node: str | None, run_id: str, when: datetime, ranks: Ranks,
 ) -> dict:
     on_node = [d for d in section.devices if d.host == node]
+    hosts = _hosts(section)
     versions = {"nccl-tests": section.version, "nccl": section.nccl_version}
     return dict(
         task_id=f"nccl-tests:{run_id[:12]}",
@@ -830,6 +831,9 @@ def _section_fields(
         params={"log": Path(file_name).name, "section": index, "test": section.test or section.command_test,
                 **section.settings, "cuda_graph": bool(section.settings.get("graph"))},
         node=node,
+        # every host is known only when every rank line is shown; else the count is unknown
+        node_count=len(hosts) if hosts and ranks.exact and ranks.source == "rank lines" else None,
+        nodes=hosts,
         gpus=sorted({d.device for d in on_node}),
         gpu_count=ranks.count,
         world_size=ranks.count,
@@ -843,8 +847,6 @@ def _extra(section: Section, ranks: Ranks) -> dict[str, Any]:
     hosts = _hosts(section)
     extra: dict[str, Any] = {
         "avg_busbw_gbs": section.average_busbw, "hosts": hosts,
-        # every host is known only when every rank line is shown
-        "node_count": len(hosts) if hosts and ranks.exact and ranks.source == "rank lines" else None,
         "ranks_exact": ranks.exact, "ranks_from": ranks.source, "log_line": section.first_line,
         # what the record is known by: the run's own lines, or (an excerpt of rows only) its figures
         "identified_by": "run" if section.devices or section.has_preamble else "figures",

@@ -27,7 +27,7 @@ class TaskInfo:
     status: str
     attempts: int
     bundle: int | None
-    element: str | None  # the Slurm array element, ARRAY_INDEX
+    element: str | None  # as its executor names it: a Slurm array element ARRAY_INDEX, a local run
 
 
 def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, executor: str, tasks) -> None:
@@ -77,7 +77,8 @@ def campaign_tasks(store: Store, name: str) -> list[TaskInfo]:
 
 
 def set_submitted(store: Store, name: str, elements: dict[str, tuple[int, str | None]], arrays: list[str]) -> None:
-    """{task id: (bundle, array element or None)} of one submission; arrays: its Slurm array ids."""
+    """{task id: (bundle, element id or None)} of one submission, the element as its executor
+    names it (a Slurm array element ARRAY_INDEX, a local run); arrays: its Slurm array ids."""
     from sqlalchemy import bindparam, select, update
 
     from wirewise.orchestrator.store.schema import CAMPAIGNS
@@ -88,9 +89,28 @@ def set_submitted(store: Store, name: str, elements: dict[str, tuple[int, str | 
         session.execute(update(CAMPAIGNS).where(C.id == campaign_id).values(slurm_arrays=[*known, *arrays]))
         if elements:
             session.execute(_by_key(bundle=bindparam("b"), slurm_job_id=bindparam("j"), slurm_array_id=bindparam("a")), [
-                {"k": key, "b": bundle, "j": element, "a": element.split("_")[0] if element else None}
+                {"k": key, "b": bundle, "j": element, "a": _array_of(element, arrays)}
                 for key, (bundle, element) in elements.items()
             ])
+
+
+def _array_of(element: str | None, arrays: list[str]) -> str | None:
+    """The Slurm array an element id belongs to; None for an element of another executor."""
+    array = element.split("_")[0] if element else None
+    return array if array in arrays else None
+
+
+def forget_campaign(store: Store, name: str) -> None:
+    """Remove a campaign's row and its task rows, in one transaction (stored results stay)."""
+    from sqlalchemy import delete, select
+
+    from wirewise.orchestrator.store.schema import CAMPAIGNS, TASKS
+
+    with store.session() as session:
+        campaign_id = session.scalar(select(CAMPAIGNS.c.id).where(CAMPAIGNS.c.name == name))
+        if campaign_id is not None:
+            session.execute(delete(TASKS).where(TASKS.c.campaign_id == campaign_id))
+            session.execute(delete(CAMPAIGNS).where(CAMPAIGNS.c.id == campaign_id))
 
 
 def set_statuses(store: Store, statuses: dict[str, str], attempts: dict[str, int] | None = None) -> None:

@@ -35,7 +35,8 @@ SOURCES = ("wirewise", "nccl-tests")
 STATUSES = ("ok", "oom", "failed", "timeout", "cancelled")
 # How the columns that are not plain numbers or text come back from SQLite (schema.RESULTS has
 # the types; tests/store checks these against it).
-JSON_COLUMNS = frozenset({"params", "gpus", "versions", "env", "peak_mem_bytes", "model_state_bytes", "extra"})
+JSON_COLUMNS = frozenset({"params", "nodes", "node_fingerprints", "gpus", "versions", "env", "peak_mem_bytes",
+                          "model_state_bytes", "extra"})
 FLAG_COLUMNS = frozenset({"in_place"})
 NUMBER_COLUMNS = frozenset({"time_us", "algbw_gbs", "busbw_gbs", "step_time_s", "samples_per_s", "tokens_per_s", "mfu"})
 

@@ -119,6 +119,9 @@ RESULTS = Table(
     Column("source", String(16), nullable=False, default="wirewise"),
     Column("params", JSON, nullable=False),
     Column("node", String(255)),
+    Column("node_count", Integer, default=1),  # a multi-node task's nodes, in node-rank order (db/versions/0006):
+    Column("nodes", JSON, nullable=False, default=list),
+    Column("node_fingerprints", JSON, nullable=False, default=list),
     Column("gpus", JSON, nullable=False),
     Column("gpu_count", Integer, index=True),  # NULL: unknown (db/versions/0005)
     Column("fingerprint", String(64), index=True),

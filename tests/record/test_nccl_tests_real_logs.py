@@ -87,7 +87,7 @@ def test_a_failed_run_is_its_own_run_and_lends_the_next_none_of_its_rank_lines(d
     [record] = _results(db_url, "--status", "failed")
     assert (record["op"], record["gpus"], record["count"]) == ("all_to_all", 8, 1)
     [stored] = _stored(db_url, status="failed")
-    assert stored.busbw_gbs is None and stored.node == "cnode2-001" and stored.extra["node_count"] == 2
+    assert stored.busbw_gbs is None and stored.node == "cnode2-001" and stored.node_count == 2
 
 
 def test_sendrecv_prints_redop_sum_and_is_read_as_sendrecv(db_url):
@@ -196,7 +196,7 @@ def test_multi_node_logs_record_hosts_and_node_count(db_url):
     assert len(runs) == 5 and {(s["ranks"], s["node"], len(s["hosts"])) for s in runs} == {(10, "cnode3-002", 10)}
     assert _out_of_place(_results(db_url, "--node", "cnode3-002"), "all_reduce", 17179869184)["busbw_gbs_median"] == 48.89
     record = _stored(db_url, op="all_reduce")[0]
-    assert record.extra["node_count"] == 10 and record.extra["hosts"][-1] == "cnode3-011" and record.gpus == [0]
+    assert record.node_count == 10 and record.extra["hosts"][-1] == "cnode3-011" and record.gpus == [0]
 
 
 def test_markdown_that_ate_the_hash_of_rank_0(db_url):

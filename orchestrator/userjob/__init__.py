@@ -1,4 +1,5 @@
-"""`wirewise run`: the user's own command on Slurm, placed on the wiring, recorded.
+"""Stage "user job": a person's own command (`wirewise run`), placed on the node's wiring,
+advised, submitted through the Slurm executor and recorded with the placement it got.
 
 Two ways to share a node with Slurm:
 - whole node (`--whole-node`): the job holds every GPU of the node (--exclusive), and the
@@ -8,68 +9,66 @@ Two ways to share a node with Slurm:
   are read back (`scontrol show job -d`), predicted next to the best free set, and a warning
   says when they are worse.
 Either way the advised strategy is exported as WIREWISE_STRATEGY (given --model). The command
-goes to submitit as an argument list (submitit.helpers.CommandFunction), never through a shell.
+goes to submitit as an argument list (command.CommandInJob), never through a shell; every
+option that reaches the batch script is checked first (command.RunRequest).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from wirewise.errors import UserError
+from wirewise.orchestrator.userjob.command import RUN_LABELS, CommandInJob, RunRequest
 
 STRATEGY_ENV = "WIREWISE_STRATEGY"
 START_POLL_S = 0.5
+# What to change when Slurm refuses the job, in the options' terms.
+REFUSED_RUN = "change --gpus, --node, -p/--partition or -t/--time (or drop --whole-node); nothing was recorded"
+
+__all__ = ["RunRequest", "run_for"]
 
 
-@dataclass
-class CommandInJob:
-    """What runs in the job (pickled by submitit): the job's own environment plus ours, the
-    chosen GPUs pinned, then the argument list through CommandFunction."""
+def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu_mem_gb: float | None = None) -> dict:
+    """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
+    any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
+    from wirewise.orchestrator.decide import add_advice, free_gpus, placement_wiring
+    from wirewise.orchestrator.placement.place import place
+    from wirewise.orchestrator.store import Store
 
-    command: list[str]
-    cwd: str
-    env: dict[str, str]
-    pin: list[int] | None = None  # physical GPU indices; None: the GPUs Slurm gave, as they are
-
-    def __call__(self) -> str:
-        from submitit.helpers import CommandFunction
-
-        from wirewise.orchestrator.slurm.gpus import device_ids
-
-        env = {**os.environ, **self.env}
-        if self.pin is not None:
-            # Slurm may renumber the job's GPUs or list UUIDs: name the chosen ones as the job sees them.
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(device_ids(self.pin, env) or map(str, self.pin))
-        return CommandFunction(self.command, verbose=True, cwd=self.cwd, env=env)()
-
-
-@dataclass
-class RunRequest:
-    command: list[str]
-    gpus: int
-    whole_node: bool = False
-    model: str | None = None
-    partition: str | None = None
-    time_min: int = 60
-    cpus_per_task: int | None = None
-    folder: Path = Path("wirewise-runs")
-    start_timeout_s: float = 60.0
-
-
-def run_command(request: RunRequest, topo, node: str | None, placement: dict, strategy: str | None, store) -> dict:
-    """Submit, record, and (shared) read back the GPUs Slurm gave. Returns the `run --json` object."""
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
+    node = request.node
+    topo, live = placement_wiring(topology_file, node, Store.open_existing(db))
+    store = Store(db)  # the job is recorded: create the database once the request is sound
+    free_list, free_source = (
+        (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
+    )
+    placement = place(topo, request.gpus, "packed", free_list, store, free_source)
+    if request.model:
+        add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
+    result = submit_command(request, topo, placement, placement.get("strategy"), store)
+    result["reasons"] = placement["reasons"]
+    return result
+
+
+def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store) -> dict:
+    """Submit, (shared) read back the GPUs Slurm gave, record. Returns the `run --json` object."""
+    from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.executor.core import SubmissionRefused
+
     env = {STRATEGY_ENV: strategy} if strategy else {}
     pin = placement["gpus"] if request.whole_node else None
-    job = _executor(request, topo, node).submit(CommandInJob(list(request.command), os.getcwd(), env, pin))
+    try:
+        submitted = executor_named("slurm").submit(job_request(request, topo),
+                                             CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
+    except SubmissionRefused as exc:
+        raise UserError(f"{exc}; {REFUSED_RUN}") from None
     result = {
-        "job_id": str(job.job_id),
+        "job_id": submitted.elements[0],
         "mode": "whole-node" if request.whole_node else "shared",
-        "node": node,
+        "node": request.node,
         "command": list(request.command),
         "gpus": pin,
         "cuda_visible_devices": ",".join(map(str, pin)) if pin else None,
@@ -83,36 +82,28 @@ def run_command(request: RunRequest, topo, node: str | None, placement: dict, st
         "warnings": [],
     }
     if not request.whole_node:
-        result.update(_given_by_slurm(result["job_id"], node, topo, placement, store, request.start_timeout_s))
+        result.update(_given_by_slurm(result["job_id"], request.node, topo, placement, store, request.start_timeout_s))
     result["record_id"] = record(store, result, request, topo, placement)
     return result
 
 
-def _executor(request: RunRequest, topo, node: str | None):
-    import submitit
+def job_request(request: RunRequest, topo):
+    """The whole node (every GPU allocated: --exclusive alone leaves CUDA_VISIBLE_DEVICES unset,
+    and all its memory), or K GPUs on a node of the fabric."""
+    from wirewise.orchestrator.executor.core import JobRequest
 
-    executor = submitit.AutoExecutor(folder=request.folder, cluster="slurm")
-    params = {"timeout_min": request.time_min, "slurm_job_name": "wirewise-run"}
-    if request.partition:
-        params["slurm_partition"] = request.partition
-    if request.cpus_per_task:
-        params["cpus_per_task"] = request.cpus_per_task
-    if node:
-        params["slurm_nodelist"] = node
-    if request.whole_node:
-        # The whole node, every GPU allocated (--exclusive alone leaves CUDA_VISIBLE_DEVICES
-        # unset) and all its memory (else only the default per CPU).
-        params.update(gpus_per_node=topo.gpus, slurm_exclusive=True, mem_gb=0)
-    else:
-        params.update(gpus_per_node=request.gpus, slurm_constraint=topo.fabric)
-    executor.update_parameters(**params)
-    return executor
+    return JobRequest(
+        folder=request.job_folder, name="wirewise-run", time_min=request.time_min, cpus_per_task=request.cpus_per_task,
+        partition=request.partition, nodelist=request.node, whole_node=request.whole_node,
+        gpus_per_node=topo.gpus if request.whole_node else request.gpus,
+        constraint=None if request.whole_node else topo.fabric, labels=RUN_LABELS,
+    )
 
 
 def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store, timeout_s: float) -> dict:
     """Wait for the job to hold its GPUs; predict them next to the best free set."""
-    from wirewise.orchestrator.placement.free import job_gpus
     from wirewise.orchestrator.placement.history import predictor
+    from wirewise.orchestrator.slurm.nodes import job_gpus
 
     deadline = time.monotonic() + timeout_s
     given = job_gpus(job_id, node)
@@ -137,9 +128,9 @@ def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store,
 
 def record(store, result: dict, request: RunRequest, topo, placement: dict) -> int:
     """One placed_jobs row; returns its id."""
-    from wirewise.orchestrator.store.placed_jobs import add_placed_job
+    from wirewise.orchestrator.store.placed_jobs import record_placed_job
 
-    return add_placed_job(
+    return record_placed_job(
         store, slurm_job_id=result["job_id"], mode=result["mode"], command=result["command"], node=result["node"],
         requested_gpus=request.gpus, gpus=result["gpus"], fingerprint=topo.fingerprint, fabric=topo.fabric,
         constraint=result["constraint"], predicted_busbw_gbs=result["predicted_busbw_gbs"], basis=result["basis"],
