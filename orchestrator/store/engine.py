@@ -15,10 +15,11 @@ one SELECT of alembic_version, so a query command never imports SQLAlchemy or al
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import wirewise.db
 from wirewise.db import HEAD
@@ -122,6 +123,7 @@ class Store:
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = resolve_url(url)
         self._file = plain_sqlite_path(self.url)
+        self._readers: dict[tuple[int, int], Any] = {}  # (pid, thread) -> its sqlite3 connection
         self._engine: Engine | None = None
         if self._file is not None:
             check_sqlite_file(self.url, self._file)
@@ -229,8 +231,9 @@ class Store:
         without the write lock session() takes at once: a report reading for seconds leaves
         campaigns free to store results meanwhile. (A write here could fail at once, busy,
         instead of waiting its turn: write through session() or write().)"""
+        keep = False
         if self._file is not None:
-            conn, dialect = open_sqlite(self._file, busy_timeout_s()), SQLITE
+            (conn, keep), dialect = self._sqlite_connection(), SQLITE
         else:
             conn = self.engine.raw_connection()
             dialect = SQLITE if self.engine.dialect.name == "sqlite" else POSTGRESQL
@@ -242,7 +245,22 @@ class Store:
             try:
                 conn.rollback()
             finally:
-                conn.close()
+                if not keep:
+                    conn.close()
+
+    def _sqlite_connection(self):
+        """(a sqlite3 connection to the file, whether it is kept): this process's and thread's
+        own, kept between reads so that its page cache and memory map stay warm (a command
+        that reads several times, as compare and report do, maps each page once); a fresh one,
+        closed after, for a read begun inside another."""
+        key = (os.getpid(), threading.get_ident())
+        kept = self._readers.get(key)
+        if kept is not None and not kept.in_transaction:
+            return kept, True
+        conn = open_sqlite(self._file, busy_timeout_s())
+        if kept is None:
+            self._readers[key] = conn
+        return conn, kept is None
 
     @contextmanager
     def session(self) -> Iterator[Session]:
