@@ -1,15 +1,15 @@
-"""Alembic environment: the URL comes from the Store, the models from wirewise.orchestrator.store."""
+"""Alembic environment: the URL comes from the Store, the tables from wirewise.orchestrator.store.schema."""
 
 from alembic import context
 
-from wirewise.orchestrator.store.models import Base
+from wirewise.orchestrator.store.schema import METADATA
 
 config = context.config
 url = config.attributes.get("connection_url") or config.get_main_option("sqlalchemy.url")
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=url, target_metadata=Base.metadata, literal_binds=True, render_as_batch=True)
+    context.configure(url=url, target_metadata=METADATA, literal_binds=True, render_as_batch=True)
     with context.begin_transaction():
         context.run_migrations()
 
@@ -21,7 +21,7 @@ def run_migrations_online() -> None:
 
     engine = make_engine(url)
     with engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+        context.configure(connection=connection, target_metadata=METADATA, render_as_batch=True)
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

@@ -11,26 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from wirewise.errors import UserError
+from wirewise.orchestrator.store import Store
 from wirewise.ranges import GPU_INDICES, parse_ranges
 from wirewise.topology import Topology, hardware, node_name, read_topology
-
-
-def existing_store(db: str | None):
-    """The store at --db / WIREWISE_DB / ./wirewise.db, or None where that SQLite file does not
-    exist yet: asking for advice never creates a database."""
-    from sqlalchemy.engine import make_url
-
-    from wirewise.orchestrator.store import Store, resolve_url
-
-    url = resolve_url(db)
-    try:
-        parsed = make_url(url)
-    except Exception:
-        raise UserError(f"not a database URL: {url!r}") from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if not Path(parsed.database).expanduser().exists():
-            return None
-    return Store(url)
 
 
 def placement_wiring(topology_file: Path | None, node: str | None, store,
@@ -101,7 +84,7 @@ def placement_for(
     """The `wirewise place --json` object."""
     from wirewise.orchestrator.placement.place import place
 
-    store = existing_store(db)
+    store = Store.open_existing(db)
     topo, live, model_source = placement_wiring(topology_file, node, store, gpu_name)
     given = sorted(parse_ranges(free, GPU_INDICES, option="--free")) if free is not None else None
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
@@ -121,7 +104,7 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     from wirewise.orchestrator.slurm.nodes import leaf_switches
     from wirewise.orchestrator.store.topology import list_topologies, load_topology
 
-    store = existing_store(db)
+    store = Store.open_existing(db)
     names = sorted({row["node"] for row in list_topologies(store)}) if store is not None else []
     if not names:
         raise UserError("no stored nodes to place across (run `wirewise topo save` on each node)")

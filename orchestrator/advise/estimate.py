@@ -113,17 +113,10 @@ def probe_memory() -> tuple[float, str] | None:
 def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Calibration | None:
     """Measured peak / estimate over the store's GPU runs of this model and strategy (each
     estimated at the run's own ranks, batch and sequence length); None without such runs."""
-    from sqlalchemy import select
+    from wirewise.orchestrator.store.results import ok_results
 
-    from wirewise.orchestrator.store.models import ResultRow
-
-    with store.read() as session:
-        runs = session.execute(
-            select(ResultRow.peak_mem_bytes, ResultRow.world_size, ResultRow.gpu_count, ResultRow.micro_batch,
-                   ResultRow.seq_len, ResultRow.extra, ResultRow.source)
-            .where(ResultRow.workload == "train", ResultRow.model == shape.name, ResultRow.strategy == strategy)
-            .where(ResultRow.status == "ok", ResultRow.peak_mem_bytes.is_not(None))
-        ).all()
+    runs = ok_results(store, ("peak_mem_bytes", "world_size", "gpu_count", "micro_batch", "seq_len", "extra", "source"),
+                      present=("peak_mem_bytes",), workload="train", model=shape.name, strategy=strategy)
     ratios, peaks, sources = [], [], set()
     for peak, world, count, batch, seq, extra, source in runs:
         if (extra or {}).get("device") == "cpu" or not peak:

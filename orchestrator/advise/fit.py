@@ -103,22 +103,18 @@ def observations(store, topo) -> list[Observation]:
     from wirewise.orchestrator.advise.params import model_shape
     from wirewise.orchestrator.placement import history
     from wirewise.orchestrator.placement.wiring import Wiring
-    from wirewise.orchestrator.store.models import ResultRow
     from wirewise.strategy import PRECISIONS
     from wirewise.topology import Topology, hardware
 
     rows = history.gpu_results(
         store, topo,
-        (ResultRow.node, ResultRow.gpus, ResultRow.strategy, ResultRow.model, ResultRow.world_size,
-         ResultRow.step_time_s, ResultRow.tokens_per_s, ResultRow.params, ResultRow.extra),
-        ResultRow.workload == "train", ResultRow.step_time_s.is_not(None), ResultRow.tokens_per_s.is_not(None),
-        ResultRow.strategy.is_not(None),
+        ("node", "gpus", "strategy", "model", "world_size", "step_time_s", "tokens_per_s", "params", "extra"),
+        present=("step_time_s", "tokens_per_s", "strategy"), workload="train",
     )
     if not rows:
         return []
     measured = {op: history.measured_by_shape(store, topo, op) for op in OPS}
-    with store.read() as session:
-        wirings = history.node_wirings(session, topo.fingerprint)
+    wirings = history.node_wirings(store, topo.fingerprint)
     repeats: dict[tuple, list[float]] = {}
     for shape, (node, gpus, strategy, model, world, step_s, tokens_s, params, extra) in rows:
         params, extra = params or {}, extra or {}

@@ -24,11 +24,11 @@ def estimate(
 ) -> None:
     """Memory per GPU for each strategy: model states by the ZeRO formulas, activations, and whether it fits."""
     from wirewise.orchestrator.advise import estimate as estimate_memory
-    from wirewise.orchestrator.decide import existing_store
+    from wirewise.orchestrator.store import Store
 
     result = estimate_memory(
         model, gpus, [strategy] if strategy else None, batch_size, seq_len, accounting, gpu_mem_gb,
-        gpu_name=gpu_name, store=existing_store(db),
+        gpu_name=gpu_name, store=Store.open_existing(db),
     )
     emit(result, json, print_estimate)
 

@@ -35,7 +35,7 @@ from typing import NoReturn
 from wirewise.errors import UserError
 from wirewise.launch import DB_ENV, LAUNCH_DIR_ENV, LAUNCH_FILE, STRATEGY_ENV, LaunchFile
 from wirewise.orchestrator.launch.advice import CONFIG_FILE, Advice
-from wirewise.orchestrator.store.engine import display_url
+from wirewise.orchestrator.store.engine import absolute_url, display_url
 
 ACCELERATE = [sys.executable, "-P", "-m", "accelerate.commands.launch"]
 STEP = [sys.executable, "-P", "-m", "wirewise.orchestrator.launch.step"]
@@ -69,7 +69,7 @@ def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[
         raise UserError(f"{why} (or name a strategy with --strategy to run anyway)")
     script = check_script(script)
     run_dir = run_dir_name(f"launch-{advice.slurm_job_id}" if advice.slurm_job_id else "launch").resolve()
-    db_url = _absolute_url(db)
+    db_url = absolute_url(db)
     file = _launch_file(advice, script, run_dir, display_url(db_url))
     job = current_job(env)
     if job is not None and job.in_step and job.multi_node:
@@ -162,15 +162,3 @@ def _launch_file(advice: Advice, script: list[str], run_dir: Path, db_shown: str
         topology=advice.topology, slurm_job_id=advice.slurm_job_id,
         accelerate_config_file=str(run_dir / CONFIG_FILE), script=script, db=db_shown,
     )
-
-
-def _absolute_url(db: str | None) -> str:
-    """The database URL as every node can open it: a relative SQLite path made absolute."""
-    from sqlalchemy.engine import make_url
-
-    from wirewise.orchestrator.store.engine import resolve_url
-
-    url = make_url(resolve_url(db))
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        url = url.set(database=str(Path(url.database).expanduser().resolve()))
-    return url.render_as_string(hide_password=False)

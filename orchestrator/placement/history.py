@@ -78,12 +78,7 @@ def predictor(topo: Topology, store=None, op: str = DEFAULT_OP) -> Predictor:
 
 def measured_by_shape(store, topo: Topology, op: str = DEFAULT_OP) -> dict[str, Measured]:
     """shape -> median busbw at the largest size measured for it, from every node of this wiring."""
-    from wirewise.orchestrator.store.models import ResultRow
-
-    rows = gpu_results(
-        store, topo, (ResultRow.bytes, ResultRow.busbw_gbs),
-        ResultRow.op == op, ResultRow.busbw_gbs.is_not(None), ResultRow.bytes.is_not(None),
-    )
+    rows = gpu_results(store, topo, ("bytes", "busbw_gbs"), op=op)
     by_shape: dict[str, dict[int, list[float]]] = {}
     for shape, (size, busbw) in rows:
         by_shape.setdefault(shape, {}).setdefault(size, []).append(busbw)
@@ -95,15 +90,10 @@ def measured_tokens_per_s(store, topo: Topology, gpus, model: str, micro_batch: 
     """strategy -> (median tokens/s, results, their sources) of training runs of `model` on this
     wiring and this set's shape (at this micro-batch and sequence length, where given):
     benchmarks (source wirewise) and real jobs (source job) alike."""
-    from wirewise.orchestrator.store.models import ResultRow
-
     wanted = set_shape(topo.links, topo.gpu_names, sorted(gpus))
-    same_work = [column == value for column, value in ((ResultRow.micro_batch, micro_batch), (ResultRow.seq_len, seq_len))
-                 if value is not None]
-    rows = gpu_results(
-        store, topo, (ResultRow.strategy, ResultRow.tokens_per_s, ResultRow.source),
-        ResultRow.model == model, ResultRow.gpu_count == len(gpus), ResultRow.tokens_per_s.is_not(None), *same_work,
-    )
+    same_work = {name: value for name, value in (("micro_batch", micro_batch), ("seq_len", seq_len)) if value is not None}
+    rows = gpu_results(store, topo, ("strategy", "tokens_per_s", "source"), model=model, gpu_count=len(gpus),
+                       **same_work)
     by_strategy: dict[str, list[float]] = {}
     sources: dict[str, set[str]] = {}
     for shape, (strategy, tokens, source) in rows:
@@ -114,20 +104,17 @@ def measured_tokens_per_s(store, topo: Topology, gpus, model: str, micro_batch: 
             for strategy, values in by_strategy.items()}
 
 
-def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tuple[str, tuple]]:
-    """(set shape, the columns) of the successful results on this wiring that ran on GPUs on the
-    default transport: CPU ranks (gloo) and forced-PCIe runs say nothing about a placement.
-    Each result's GPUs are read in the numbering of the node it ran on."""
-    from sqlalchemy import select
+def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[str, ...] | None = None,
+                **equal) -> list[tuple[str, tuple]]:
+    """(set shape, the columns) of the successful results on this wiring whose columns `equal`
+    the values given and whose `present` columns (default: all of `columns`) hold a value, that
+    ran on GPUs on the default transport: CPU ranks (gloo) and forced-PCIe runs say nothing
+    about a placement. Each result's GPUs are read in the numbering of the node it ran on."""
+    from wirewise.orchestrator.store.results import ok_results
 
-    from wirewise.orchestrator.store.models import ResultRow
-
-    with store.read() as session:
-        rows = session.execute(
-            select(ResultRow.node, ResultRow.gpus, ResultRow.params, ResultRow.extra, *columns)
-            .where(ResultRow.fingerprint == topo.fingerprint, ResultRow.status == "ok", *conditions)
-        ).all()
-        wirings = node_wirings(session, topo.fingerprint)
+    rows = ok_results(store, ("node", "gpus", "params", "extra", *columns),
+                      present=columns if present is None else present, fingerprint=topo.fingerprint, **equal)
+    wirings = node_wirings(store, topo.fingerprint)
     shapes: dict[tuple, str] = {}
     found = []
     for node, gpus, params, extra, *values in rows:
@@ -143,29 +130,17 @@ def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tupl
     return found
 
 
+def node_wirings(store, fingerprint: str) -> dict[str, tuple]:
+    """node -> (links, GPU names) of every node stored with this wiring (its latest row)."""
+    from wirewise.orchestrator.store.topology import node_wirings as stored
+
+    wirings: dict[str, tuple] = {}
+    for w in stored(store, fingerprints=[fingerprint]):
+        wirings.setdefault(w.node, (w.links, w.gpu_names))
+    return wirings
+
+
 def _at_largest(sizes: dict[int, list[float]]) -> Measured:
     largest = max(sizes)
     values = sizes[largest]
     return Measured(round(median(values), 1), len(values), largest)
-
-
-def node_wirings(session, fingerprint: str) -> dict[str, tuple[list, list]]:
-    """node name -> (its pair matrix, its GPU names) in its own numbering, for one wiring."""
-    from sqlalchemy import select
-
-    from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
-
-    rows = session.execute(
-        select(NodeRow.name, NodeTopologyRow.details, TopologyRow.parsed)
-        .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
-        .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
-        .where(TopologyRow.fingerprint == fingerprint)
-    ).all()
-    return {name: _links_and_names(details, parsed) for name, details, parsed in rows}
-
-
-def _links_and_names(details: dict, parsed: dict) -> tuple[list, list]:
-    source = details if "links" in details else parsed
-    return source["links"], source.get("gpu_names") or [None] * len(source["links"])
-
-

@@ -12,11 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.exc import OperationalError
-
 from wirewise.errors import UserError
 from wirewise.orchestrator.record.ingest import ingest_result_file
 from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.engine import DatabaseBusy, db_wait_s
 from wirewise.record import ResultRecord
 
 RESULT_NAME = "result.json"
@@ -49,16 +48,12 @@ def result_files(paths: list[str | Path]) -> list[Path]:
 def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) -> tuple[list[ResultRecord], int]:
     """ingest_result_file, retried while the database is locked (for $WIREWISE_DB_WAIT_S, 600 s
     by default); UserError naming the file when it stays locked or is not a result file."""
-    from wirewise.orchestrator.store.engine import db_wait_s
-
     patience_s = db_wait_s() if patience_s is None else patience_s
     deadline = time.monotonic() + patience_s
     while True:
         try:
             return ingest_result_file(store, path)
-        except OperationalError as exc:
-            if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
-                raise
+        except DatabaseBusy:
             if time.monotonic() > deadline:
                 raise UserError(f"the database stayed busy for {patience_s:g} s; the results are safe in {path}: "
                                 f"store them later with `wirewise collect {path}`") from None

@@ -7,25 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from wirewise.record import ResultRecord
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import ResultRow
-
-
-def _insert_ignoring_duplicates(session, rows: list[dict]) -> int:
-    """INSERT ... ON CONFLICT (record_id) DO NOTHING, in the dialect's own syntax."""
-    if not rows:
-        return 0
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(ResultRow).values(rows).on_conflict_do_nothing(index_elements=["record_id"])
-    # Count through RETURNING: PostgreSQL reports rowcount -1 for a multi-row insert.
-    return len(session.execute(stmt.returning(ResultRow.record_id)).all())
+from wirewise.orchestrator.store.results import insert_results
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
@@ -50,19 +34,9 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
             add_topology(session, topology, node_name(topology, node or (records[0].node if records else None)))
         for other, name in other_nodes:
             add_topology(session, other, name)
-        return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
+        return sum(insert_results(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
 
     return store.write(write)
-
-
-def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) -> set[tuple]:
-    """(op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs) of the stored rows of
-    `source` with those ops and sizes: what an excerpt that names no run can be matched by."""
-    columns = (ResultRow.op, ResultRow.bytes, ResultRow.count, ResultRow.dtype, ResultRow.in_place,
-               ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs)
-    query = select(*columns).where(ResultRow.source == source, ResultRow.op.in_(ops), ResultRow.bytes.in_(sizes))
-    with store.read() as session:
-        return {tuple(row) for row in session.execute(query)}
 
 
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:

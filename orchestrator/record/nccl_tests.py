@@ -879,7 +879,8 @@ class LogImport:
         Rows of an excerpt that shows no line of its run (no rank, settings or version line)
         cannot be known by their run: those whose figures are stored already (the same log
         imported whole) are not stored again."""
-        from wirewise.orchestrator.record.ingest import stored_figures, store_measurement
+        from wirewise.orchestrator.record.ingest import store_measurement
+        from wirewise.orchestrator.store.results import stored_figures
 
         records = self.records
         excerpt = [r for r in records if r.extra.get("identified_by") == "figures" and r.bytes is not None]

@@ -22,12 +22,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from sqlalchemy import select
-
 from wirewise.errors import UserError
-from wirewise.orchestrator.report.query import Filters, facts
+from wirewise.orchestrator.report.query import facts
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, ResultRow, TopologyRow
+from wirewise.orchestrator.store.results import Filters, has_results_on, nodes_with_results
+from wirewise.orchestrator.store.topology import node_names, node_wirings
 from wirewise.units import human_bytes
 
 MIN_HISTORY = 3
@@ -61,12 +60,9 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
 
 
 def _nodes(store: Store, node: str | None, live_node: str | None) -> list[str]:
-    with store.read() as session:
-        with_results = set(session.scalars(select(ResultRow.node).where(ResultRow.node.is_not(None)).distinct()))
-        with_wiring = set(session.scalars(select(NodeRow.name)))
     if node is None:
-        return sorted(with_results | ({live_node} if live_node else set()))
-    if node not in with_results | with_wiring and node != live_node:
+        return sorted(nodes_with_results(store) | ({live_node} if live_node else set()))
+    if node != live_node and not has_results_on(store, node) and node not in node_names(store):
         raise UserError(f"--node {node!r}: no results or wiring stored for that node (wirewise topo list shows the nodes)")
     return [node]
 
@@ -185,19 +181,11 @@ def pcie_findings(node: str, gpus: list[dict[str, Any]], notes: list[str]) -> li
 
 def wiring_findings(store: Store, node: str, topo: Any, notes: list[str]) -> list[Finding]:
     """The live wiring against the one most recently stored for the node."""
-    with store.read() as session:
-        stored = session.execute(
-            select(TopologyRow.fingerprint, TopologyRow.fabric)
-            .join(NodeTopologyRow, NodeTopologyRow.topology_id == TopologyRow.id)
-            .join(NodeRow, NodeRow.id == NodeTopologyRow.node_id)
-            .where(NodeRow.name == node)
-            .order_by(NodeTopologyRow.last_seen.desc())
-            .limit(1)
-        ).first()
-    if stored is None:
+    stored = node_wirings(store, nodes=[node])
+    if not stored:
         notes.append(f"{node}: no stored wiring to compare with (wirewise topo save stores it)")
         return []
-    fingerprint, fabric = stored
+    fingerprint, fabric = stored[0].fingerprint, stored[0].fabric
     if fingerprint == topo.fingerprint:
         return []
     return [Finding(

@@ -34,14 +34,14 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
             gpu_name: str | None = None) -> dict:
     """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
     any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
-    from wirewise.orchestrator.decide import add_advice, existing_store, free_gpus, placement_wiring
+    from wirewise.orchestrator.decide import add_advice, free_gpus, placement_wiring
     from wirewise.orchestrator.placement.place import place
     from wirewise.orchestrator.store import Store
 
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
     node = request.node
-    topo, live, _ = placement_wiring(topology_file, node, existing_store(db), gpu_name)
+    topo, live, _ = placement_wiring(topology_file, node, Store.open_existing(db), gpu_name)
     store = Store(db)  # the job is recorded: create the database once the request is sound
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
