@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from wirewise.limits import MAX_CONFIG_BYTES, loads_json, read_bounded
+
 Kind = Literal["causal-lm", "image-classification"]
 
 FOOD101_CLASSES = 101
@@ -87,10 +89,12 @@ def check_model_name(name: str) -> None:
     if path is None:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODELS)}, or a config file / model folder")
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"model config {str(path)!r} is not readable JSON: {exc}") from None
-    if not isinstance(doc, dict) or "model_type" not in doc:
+        doc = loads_json(read_bounded(path, MAX_CONFIG_BYTES))
+    except OSError as exc:
+        raise ValueError(f"model config {str(path)!r} cannot be read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ValueError(f"model config {str(path)!r} is not readable JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("model_type"), str):
         raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
 
 

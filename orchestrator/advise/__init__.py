@@ -7,8 +7,7 @@ params.py) and which strategy to run on a chosen GPU set (strategy.py).
 
 from __future__ import annotations
 
-from wirewise.errors import UserError
-from wirewise.orchestrator.advise.estimate import card_memory, estimate, memory_rows
+from wirewise.orchestrator.advise.estimate import card_memory, check_sizes, estimate, memory_rows
 from wirewise.orchestrator.advise.memory import ACCOUNTINGS, check_choice
 from wirewise.orchestrator.advise.params import model_shape
 from wirewise.orchestrator.advise.strategy import advise
@@ -31,8 +30,7 @@ def advise_placement(
     from wirewise.orchestrator.placement.history import measured_tokens_per_s
 
     check_choice(accounting, ACCOUNTINGS, "accounting")
-    if batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
+    check_sizes(len(gpus), batch_size, seq_len)
     shape = model_shape(model, seq_len)
     memory_gb, memory_source = card_memory(gpu_mem_gb, topo.gpu_model)
     memory = memory_rows(shape, len(gpus), batch_size, accounting, memory_gb, store)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wirewise.errors import UserError
+from wirewise.limits import MAX_CONFIG_BYTES, read_bounded
 from wirewise.models import DEFAULT_SEQ_LEN, MODELS, check_model_name, local_config_path
 
 # Families whose count the arithmetic below knows (decoder LMs of the Llama shape, and DINOv2).
@@ -44,13 +45,18 @@ def model_shape(name: str, seq_len: int | None = None) -> ModelShape:
         entry = MODELS[name]
         config, kind, default_seq = {"model_type": entry.family, **entry.config}, entry.kind, entry.default_seq_len
     else:
-        config = json.loads(local_config_path(name).read_text())
+        config = json.loads(read_bounded(local_config_path(name), MAX_CONFIG_BYTES))  # check_model_name parsed it
         kind, default_seq = None, DEFAULT_SEQ_LEN
     family = config["model_type"]
-    if family in LLAMA_LIKE:
-        return _llama_shape(name, config, seq_len or default_seq)
-    if family == "dinov2":
-        return _dinov2_shape(name, config)
+    try:
+        if family in LLAMA_LIKE:
+            return _llama_shape(name, config, seq_len or default_seq)
+        if family == "dinov2":
+            return _dinov2_shape(name, config)
+    except KeyError as exc:  # a config written by hand, or for another version of the family
+        raise UserError(f"model {name!r}: its config has no {exc.args[0]!r}, which a {family} model needs") from None
+    except (TypeError, ZeroDivisionError):
+        raise UserError(f"model {name!r}: its config's sizes are not positive whole numbers") from None
     return _meta_shape(name, config, kind, seq_len or default_seq)
 
 
@@ -94,13 +100,18 @@ def _meta_shape(name: str, config: dict[str, Any], kind: str | None, seq_len: in
             f"model {name!r} ({config['model_type']}) is counted by building it on the meta device, "
             "which needs torch and transformers (pip install 'wirewise[jobs]')"
         ) from None
-    built = AutoConfig.for_model(**config)
-    if kind is None:
-        is_image = any(a.endswith("ForImageClassification") for a in (built.architectures or []))
-        kind = "image-classification" if is_image else "causal-lm"
-    auto = AutoModelForCausalLM if kind == "causal-lm" else AutoModelForImageClassification
-    with torch.device("meta"):
-        model = auto.from_config(built)
+    try:  # transformers is handed the user's config: what it refuses, it refuses at length
+        built = AutoConfig.for_model(**config)
+        if kind is None:
+            is_image = any(a.endswith("ForImageClassification") for a in (built.architectures or []))
+            kind = "image-classification" if is_image else "causal-lm"
+        auto = AutoModelForCausalLM if kind == "causal-lm" else AutoModelForImageClassification
+        with torch.device("meta"):
+            model = auto.from_config(built)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"model {name!r}: transformers cannot build model_type {str(config['model_type'])[:60]!r} "
+                        f"from this config ({reason})") from None
     params = sum(p.numel() for p in model.parameters())
     hidden = getattr(built, "hidden_size", None) or getattr(built, "d_model", 0)
     layers = getattr(built, "num_hidden_layers", None) or getattr(built, "n_layer", 0)

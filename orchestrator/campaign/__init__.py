@@ -12,7 +12,6 @@ The flows the CLI calls are below; each takes a Store and plain values and retur
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -93,25 +92,24 @@ def submission_for(spec: CampaignSpec, gpus_per_node: int | None, runs, executor
 
 
 def submit_spec(store, spec: CampaignSpec, plan: Plan, executor: str, on_task=None) -> dict[str, Any]:
-    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local)."""
-    from wirewise.atomic import write_json_atomic
-    from wirewise.orchestrator.campaign.folder import CampaignFolder
-    from wirewise.orchestrator.store.campaigns import create_campaign
+    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local).
+    The folder is claimed right after the record (a name taken is said first): when it cannot
+    be (not empty, not creatable), the record goes again and the folder is as it was."""
+    from wirewise.orchestrator.campaign.folder import write_campaign
+    from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
 
     if not plan.tasks:
         raise UserError(f"campaign {spec.name!r} has no task to run: every combination was skipped (see `campaign plan`)")
     gpus = plan.topology.gpus if plan.topology is not None else None
     submission = submission_for(spec, gpus, [(t.spec.task_id, 1) for t in plan.tasks], executor)
     root = campaign_folder(spec)
-    folder = CampaignFolder(root)
-    create_campaign(store, spec.name, spec.model_dump(mode="json", exclude_unset=True), str(root), executor, plan.tasks)
-    root.mkdir(parents=True, exist_ok=True)
-    import yaml
-
-    (root / "spec.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_unset=True), sort_keys=False))
-    write_json_atomic(root / "plan.json", plan.to_json())
-    for task in plan.tasks:
-        folder.write_task(task.spec)
+    doc = spec.model_dump(mode="json", exclude_unset=True)
+    create_campaign(store, spec.name, doc, str(root), executor, plan.tasks)
+    try:
+        write_campaign(root, spec.name, doc, plan.to_json(), [task.spec for task in plan.tasks])
+    except BaseException:
+        forget_campaign(store, spec.name)
+        raise
     return dispatch(store, spec.name, submission, root, executor, on_task)
 
 
@@ -136,12 +134,14 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
         pid_file.unlink(missing_ok=True)
     collected, status = collect_campaign(store, name)
     return {"campaign": name, "executor": executor, "folder": str(root), "ran": len(ran),
-            "stored_records": collected.new, "counts": status.counts, **submission.to_json()}
+            "stored_records": collected.new, "counts": status.counts, "interrupted": "cancelled" in ran.values(),
+            **submission.to_json()}
 
 
 def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_task=None) -> dict[str, Any]:
     """Submit again exactly the tasks that are missing, failed, cancelled or timed out (and oom
     when asked), each as its next attempt, up to max_attempts runs per task."""
+    from wirewise.orchestrator.campaign.folder import missing_task_specs, read_plan_node
     from wirewise.orchestrator.campaign.spec import parse_spec
     from wirewise.orchestrator.campaign.track import collect_campaign, to_retry
     from wirewise.orchestrator.store.campaigns import set_statuses
@@ -156,10 +156,34 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
     if not retry:
         return summary
     spec = parse_spec(info.spec, f"campaign {name}")
-    node = json.loads((Path(info.folder) / "plan.json").read_text()).get("node") or {}
+    node = read_plan_node(Path(info.folder))
+    lost = missing_task_specs(Path(info.folder), [task_id for task_id, _ in retry])
+    if lost:  # before any attempt is counted: a run without its spec.json cannot start
+        raise UserError(f"campaign folder {info.folder} has lost the spec.json of {len(lost)} task(s) to resubmit "
+                        f"({lost[0]}, ...); the stored results are kept; `wirewise campaign forget {name}` removes "
+                        "the campaign's records, to submit it again")
     submission = submission_for(spec, node.get("gpus"), retry, info.executor)
     set_statuses(store, {tid: "pending" for tid, _ in retry}, {tid: attempt for tid, attempt in retry})
     return {**summary, **dispatch(store, name, submission, Path(info.folder), info.executor, on_task)}
+
+
+def forget(store, name: str, remove_results: bool) -> dict[str, Any]:
+    """Remove a campaign's records (and its results, when asked) from the store; its folder
+    stays on disk. Refused while its folder shows tasks still running or pending; a campaign
+    whose folder is gone (or unreadable) can always be forgotten."""
+    from wirewise.orchestrator.campaign.track import campaign_status
+    from wirewise.orchestrator.store.campaigns import campaign_info, forget_campaign
+
+    info = campaign_info(store, name)
+    try:
+        running = not campaign_status(store, name).done
+    except UserError:  # its folder is missing or not its own, or Slurm cannot be asked
+        running = False
+    if running:
+        raise UserError(f"campaign {name!r} still has tasks running or pending: `wirewise campaign cancel {name}` first")
+    removed = forget_campaign(store, name, remove_results)
+    return {"campaign": name, "tasks_removed": removed["tasks"], "results_removed": removed["results"],
+            "results_kept": not remove_results, "folder": info.folder}
 
 
 def cancel_campaign(store, name: str) -> dict[str, Any]:

@@ -25,6 +25,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from wirewise.errors import UserError, field_path
+from wirewise.limits import (
+    MAX_NESTING, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_SPEC_BYTES, MAX_TASKS, MAX_TIME_MIN, read_bounded, too_deep,
+)
 from wirewise.models import check_model_name
 from wirewise.registry import StrategyName
 from wirewise.topology.classify import FABRICS
@@ -51,7 +54,7 @@ Name = Annotated[str, _pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "a name of le
 SlurmWord = Annotated[str, _pattern(r"[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*", "a Slurm name (letters, digits, '.', '_', '-', commas)")]
 Constraint = Annotated[str, _pattern(r"[A-Za-z0-9._&|,*\[\]()!:-]+", "a Slurm --constraint expression (features joined by & | , [ ] *)")]
 NodeList = Annotated[str, _pattern(r"[A-Za-z0-9._,\[\]-]+", "a Slurm node list such as gpu[01-04],gpu07")]
-SlurmTime = Annotated[str, _pattern(r"(\d+-)?\d+(:\d{1,2}){0,2}", "a Slurm time limit: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]")]
+SlurmTime = Annotated[str, _pattern(r"(\d{1,6}-)?\d{1,9}(:\d{1,2}){0,2}", "a Slurm time limit: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]")]
 Fingerprint = Annotated[str, _pattern(r"[0-9a-f]{6,64}", "a fingerprint or a prefix of at least 6 hex digits")]
 Fabric = Annotated[str, AfterValidator(lambda v: _one_of(v, FABRICS))]
 ModelName = Annotated[str, AfterValidator(lambda v: _checked_model(v))]
@@ -79,26 +82,27 @@ def _placement(value: Any) -> str | list[int]:
 
 
 Placement = Annotated[Any, AfterValidator(_placement)]
+GpuCount = Annotated[int, Field(ge=1, le=MAX_RANKS)]
 
 
 class Axes(BaseModel):
     """The sweep: every combination becomes a task (per workload case)."""
 
     model_config = Strict
-    gpus: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [2], min_length=1)
+    gpus: list[GpuCount] = Field(default_factory=lambda: [2], min_length=1)
     placement: list[Placement] = Field(default_factory=lambda: ["packed"], min_length=1)
     transport: list[Transport] = Field(default_factory=lambda: ["default"], min_length=1)
-    repeats: int = Field(1, ge=1)
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
 
 
 class AxesOverride(BaseModel):
     """A workload's own axes: what it sets replaces the campaign's."""
 
     model_config = Strict
-    gpus: list[Annotated[int, Field(ge=1)]] | None = Field(None, min_length=1)
+    gpus: list[GpuCount] | None = Field(None, min_length=1)
     placement: list[Placement] | None = Field(None, min_length=1)
     transport: list[Transport] | None = Field(None, min_length=1)
-    repeats: int | None = Field(None, ge=1)
+    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)
 
 
 class CollectiveSweep(CollectiveParams):
@@ -178,11 +182,11 @@ class Target(BaseModel):
     fingerprint: Fingerprint | None = None
     fabric: Fabric | None = None
     time: SlurmTime = "01:00:00"
-    array_parallelism: int = Field(16, ge=1)
-    tasks_per_element: int = Field(8, ge=1)
-    nodes: int = Field(1, ge=1)  # nodes per task: more than 1 runs each task as one multi-node job
+    array_parallelism: int = Field(16, ge=1, le=MAX_TASKS)
+    tasks_per_element: int = Field(8, ge=1, le=MAX_TASKS)
+    nodes: int = Field(1, ge=1, le=MAX_NODES)  # nodes per task: more than 1 runs each task as one multi-node job
     backend: Literal["nccl", "gloo"] | None = None  # default: nccl on GPUs, gloo on CPU ranks
-    timeout_s: float = Field(3600.0, gt=0)  # per task, enforced by the supervisor
+    timeout_s: float = Field(3600.0, gt=0, le=MAX_TIME_MIN * 60, allow_inf_nan=False)  # per task, enforced by the supervisor
     folder: str | None = None  # campaign folder (shared storage for Slurm); default $WIREWISE_RUNS/campaigns/NAME
 
     @field_validator("folder")
@@ -193,19 +197,30 @@ class Target(BaseModel):
             raise ValueError(f"{value!r} is not a plain path (letters, digits, / . _ - ~ + @ % = , and spaces)")
         return value
 
+    @field_validator("time")
+    @classmethod
+    def _bounded_time(cls, value: str) -> str:
+        if _minutes(value) > MAX_TIME_MIN:
+            raise ValueError(f"{value!r} is longer than {MAX_TIME_MIN // 1440} days, the bound for a time limit")
+        return value
+
     @property
     def time_minutes(self) -> int:
-        """Slurm's time formats in minutes (rounded up)."""
-        days, _, clock = self.time.rpartition("-")
-        parts = [int(p) for p in clock.split(":")]
-        if days:
-            hours, minutes, seconds = (parts + [0, 0])[:3]
-            return int(days) * 1440 + hours * 60 + minutes + (seconds > 0)
-        if len(parts) == 1:
-            return parts[0]
-        if len(parts) == 2:
-            return parts[0] + (parts[1] > 0)
-        return parts[0] * 60 + parts[1] + (parts[2] > 0)
+        return _minutes(self.time)
+
+
+def _minutes(time: str) -> int:
+    """Slurm's time formats in minutes (rounded up)."""
+    days, _, clock = time.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    if days:
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+        return int(days) * 1440 + hours * 60 + minutes + (seconds > 0)
+    if len(parts) == 1:
+        return parts[0]
+    if len(parts) == 2:
+        return parts[0] + (parts[1] > 0)
+    return parts[0] * 60 + parts[1] + (parts[2] > 0)
 
 
 class CampaignSpec(BaseModel):
@@ -233,18 +248,27 @@ class CampaignSpec(BaseModel):
 
 
 def load_spec(path: str | Path) -> CampaignSpec:
-    """The spec in a YAML file; UserError naming the file and the field for anything wrong."""
+    """The spec in a YAML file; UserError naming the file and the field for anything wrong.
+    Bounded (wirewise.limits): a regular file of at most MAX_SPEC_BYTES, UTF-8, nested at
+    most MAX_NESTING levels (deeper YAML exhausts the parser's recursion)."""
     import yaml
 
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
+        text = read_bounded(path, MAX_SPEC_BYTES).decode("utf-8")
+        doc = yaml.safe_load(text)
     except OSError as exc:
         raise UserError(f"cannot read campaign spec {str(path)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}); save the spec as UTF-8") from None
+    except RecursionError:
+        raise UserError(f"{path}: nested deeper than {MAX_NESTING} levels, the bound for a spec") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where else ""
         raise UserError(f"{path}: not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
+    if too_deep(doc):
+        raise UserError(f"{path}: {too_deep(doc)}")
     return parse_spec(doc, str(path))
 
 

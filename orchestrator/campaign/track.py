@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirewise.orchestrator.campaign.folder import CampaignFolder
+from wirewise.orchestrator.campaign.folder import FINISHED, CampaignFolder, check_folder
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.campaigns import CampaignInfo, TaskInfo, campaign_info, campaign_tasks, set_statuses
 
-FINISHED = ("ok", "oom", "failed", "timeout", "cancelled")
 RETRIED = ("missing", "failed", "cancelled", "timeout")
 STATES = ("ok", "running", "pending", "oom", "failed", "timeout", "cancelled", "missing")
 LOCAL_PID = "local.pid"  # in the campaign folder while `campaign submit` runs it here
@@ -58,7 +57,10 @@ class CampaignStatus:
 
 
 def campaign_status(store: Store, name: str) -> CampaignStatus:
+    """Where each task stands; UserError when the campaign's folder is missing or not its own
+    (wirewise.orchestrator.campaign.folder.check_folder), so nothing reads it as "missing"."""
     info = campaign_info(store, name)
+    check_folder(Path(info.folder), name)
     folder = CampaignFolder(Path(info.folder))
     tasks = campaign_tasks(store, name)
     states = _element_states(info, tasks)
@@ -69,6 +71,10 @@ def campaign_status(store: Store, name: str) -> CampaignStatus:
         outcome = folder.outcome(task.task_id)
         if outcome is not None and outcome["attempt"] >= task.attempts:
             status.tasks.append(TaskState(task.task_id, outcome["status"], outcome["attempt"], task.element))
+            continue
+        if outcome is None and task.status in FINISHED and not folder.task_dir(task.task_id).is_dir():
+            # its folder was deleted after it finished: what was stored stays, it is not "missing"
+            status.tasks.append(TaskState(task.task_id, task.status, task.attempts, task.element))
             continue
         where = task.element if info.executor == "slurm" else task.bundle
         state = _unfinished(info.executor, states.get(task.element or ""), running_local, first=where not in started)

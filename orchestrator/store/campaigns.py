@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import CampaignRow, TaskRow
+from wirewise.orchestrator.store.models import CampaignRow, ResultRow, TaskRow
 
 
 @dataclass
@@ -92,6 +92,19 @@ def set_statuses(store: Store, statuses: dict[str, str], attempts: dict[str, int
         for row in session.scalars(select(TaskRow).where(TaskRow.key.in_(list({*statuses, *attempts})))):
             row.status = statuses.get(row.key, row.status)
             row.attempts = attempts.get(row.key, row.attempts)
+
+
+def forget_campaign(store: Store, name: str, remove_results: bool = False) -> dict[str, int]:
+    """Remove a campaign's record and its task rows, and its result rows when asked, in one
+    transaction; returns how many rows of each went. Its folder is not touched."""
+    with store.session() as session:
+        campaign_id = session.scalar(select(CampaignRow.id).where(CampaignRow.name == name))
+        if campaign_id is None:
+            raise UserError(f"no campaign named {name!r}")
+        tasks = session.execute(delete(TaskRow).where(TaskRow.campaign_id == campaign_id)).rowcount
+        session.execute(delete(CampaignRow).where(CampaignRow.id == campaign_id))
+        results = session.execute(delete(ResultRow).where(ResultRow.campaign == name)).rowcount if remove_results else 0
+    return {"tasks": tasks, "results": results}
 
 
 def list_campaigns(store: Store) -> list[dict[str, Any]]:

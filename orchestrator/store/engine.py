@@ -98,6 +98,15 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+MIGRATION_LOCK_KEY = 0x77697265  # "wire": the PostgreSQL advisory lock migrations take
+
+
+def _revision(conn) -> str | None:
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
 class Store:
     """A database at a URL, migrated to the newest schema."""
 
@@ -121,39 +130,48 @@ class Store:
     def current_revision(self) -> str | None:
         try:
             with self.engine.execution_options(**{READ_ONLY: True}).connect() as conn:
-                if not inspect(conn).has_table("alembic_version"):
-                    return None
-                return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+                return _revision(conn)
         except DatabaseError as exc:  # not a database at all, or one that cannot be opened
             first_line = str(exc.orig).strip().splitlines()[0]
             raise UserError(f"cannot open database {self.safe_url}: {first_line}") from None
 
     def upgrade(self) -> None:
         """Apply pending migrations; a no-op (no alembic import) when the schema is current.
-        A schema this wirewise cannot migrate is a one-line UserError, never a half-migrated store."""
-        revision = self.current_revision()
-        if revision == HEAD:
+        A schema this wirewise cannot migrate is a one-line UserError, never a half-migrated store.
+
+        Migrating holds the database's write lock from the first look to the last statement
+        (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-scoped advisory lock, and its DDL is
+        transactional), the way concurrent imports take turns: two commands opening a new
+        database at once find it unmigrated, one migrates, the other waits and then finds it
+        current, instead of seeing the first one's tables without their alembic_version."""
+        if self.current_revision() == HEAD:
             return
         from alembic import command
         from alembic.script import ScriptDirectory
 
         config = self._alembic_config()
         known = {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}
-        if revision is None:
-            self._check_unversioned()
-        elif revision not in known:
-            raise UserError(
-                f"database {self.safe_url} has schema revision {revision!r}, newer than this wirewise knows "
-                f"(up to {HEAD}): upgrade wirewise"
-            )
-        command.upgrade(config, "head")
+        with self.engine.connect() as conn, conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            revision = _revision(conn)  # again, under the lock: another command may have migrated meanwhile
+            if revision == HEAD:
+                return
+            if revision is None:
+                self._check_unversioned(conn)
+            elif revision not in known:
+                raise UserError(
+                    f"database {self.safe_url} has schema revision {revision!r}, newer than this wirewise knows "
+                    f"(up to {HEAD}): upgrade wirewise"
+                )
+            config.attributes["connection"] = conn  # wirewise.db.env migrates inside this transaction
+            command.upgrade(config, "head")
 
-    def _check_unversioned(self) -> None:
+    def _check_unversioned(self, conn) -> None:
         """wirewise's tables without alembic_version: made some other way; migrating would fail."""
         from wirewise.orchestrator.store.models import Base
 
-        with self.engine.connect() as conn:
-            ours = sorted(set(inspect(conn).get_table_names()) & set(Base.metadata.tables))
+        ours = sorted(set(inspect(conn).get_table_names()) & set(Base.metadata.tables))
         if ours:
             raise UserError(
                 f"database {self.safe_url} holds wirewise tables ({', '.join(ours)}) but no alembic_version, so its "
