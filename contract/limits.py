@@ -52,26 +52,38 @@ def read_bounded(path: str | Path, max_bytes: int) -> bytes:
     Raises OSError as open() would (FileNotFoundError, IsADirectoryError, PermissionError),
     and also for what is not a regular file (a FIFO would block the read, a device such as
     /dev/zero never ends) or is larger than the bound; strerror says which, so a caller's
-    `except OSError` message stays one clear line. Opened non-blocking, then checked by
-    fstat, so a FIFO without a writer is refused instead of waited on."""
+    `except OSError` message stays one clear line."""
+    too_large = OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input", str(path))
     if str(path) == "-":
         data = sys.stdin.buffer.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input")
-        return data
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file: a FIFO, a device or a socket", str(path))
-        if os.fstat(fd).st_size > max_bytes:
-            raise OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input", str(path))
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:  # it grew while read
-        raise OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input", str(path))
+    else:
+        with _open_regular(path) as fh:
+            if os.fstat(fh.fileno()).st_size > max_bytes:
+                raise too_large
+            data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:  # stdin, or a file that grew while read
+        raise too_large
     return data
+
+
+def read_head(path: str | Path, max_bytes: int) -> bytes:
+    """The first `max_bytes` of a regular file (OSError as read_bounded, but never for its size)."""
+    with _open_regular(path) as fh:
+        return fh.read(max_bytes)
+
+
+def _open_regular(path: str | Path):
+    """A regular file opened for reading. Opened non-blocking, then checked by fstat, so a FIFO
+    without a writer is refused instead of waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fh = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode):
+        return fh
+    fh.close()
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+    raise OSError(errno.EINVAL, "not a regular file: a FIFO, a device or a socket", str(path))
 
 
 def nesting(doc: Any, limit: int = MAX_NESTING) -> int:

@@ -74,10 +74,13 @@ MODELS: dict[str, ModelEntry] = {
 def local_config_path(name: str) -> Path | None:
     """The config.json a model argument points to, or None when it is not a local path."""
     path = Path(name).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        return path / "config.json"
-    if path.is_file():
-        return path
+    try:
+        if path.is_dir() and (path / "config.json").is_file():
+            return path / "config.json"
+        if path.is_file():
+            return path
+    except OSError:  # a name no file system holds (longer than NAME_MAX, ...): not a path
+        pass
     return None
 
 

@@ -17,8 +17,11 @@ from wirewise.errors import UserError
 from wirewise.limits import MAX_CONFIG_BYTES, read_bounded
 from wirewise.models import DEFAULT_SEQ_LEN, MODELS, check_model_name, local_config_path
 
-# Families whose count the arithmetic below knows (decoder LMs of the Llama shape, and DINOv2).
+# Families whose count the arithmetic below knows (decoder LMs of the Llama shape, and DINOv2),
+# and the config keys it reads as sizes.
 LLAMA_LIKE = ("mistral", "llama", "qwen2")
+SIZE_KEYS = ("hidden_size", "num_hidden_layers", "vocab_size", "head_dim", "num_attention_heads", "num_key_value_heads",
+             "intermediate_size", "image_size", "patch_size", "num_channels", "num_labels")
 
 
 @dataclass(frozen=True)
@@ -48,16 +51,18 @@ def model_shape(name: str, seq_len: int | None = None) -> ModelShape:
         config = json.loads(read_bounded(local_config_path(name), MAX_CONFIG_BYTES))  # check_model_name parsed it
         kind, default_seq = None, DEFAULT_SEQ_LEN
     family = config["model_type"]
+    if family not in LLAMA_LIKE and family != "dinov2":
+        return _meta_shape(name, config, kind, seq_len or default_seq)
+    sizes = [value for key, value in config.items() if key in SIZE_KEYS and value is not None]  # null: derived
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+        raise UserError(f"model {name!r}: its config's sizes ({', '.join(k for k in config if k in SIZE_KEYS)}) "
+                        "must be positive whole numbers")
     try:
         if family in LLAMA_LIKE:
             return _llama_shape(name, config, seq_len or default_seq)
-        if family == "dinov2":
-            return _dinov2_shape(name, config)
+        return _dinov2_shape(name, config)
     except KeyError as exc:  # a config written by hand, or for another version of the family
         raise UserError(f"model {name!r}: its config has no {exc.args[0]!r}, which a {family} model needs") from None
-    except (TypeError, ZeroDivisionError):
-        raise UserError(f"model {name!r}: its config's sizes are not positive whole numbers") from None
-    return _meta_shape(name, config, kind, seq_len or default_seq)
 
 
 def _llama_shape(name: str, c: dict[str, Any], seq_len: int) -> ModelShape:

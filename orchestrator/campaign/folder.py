@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from wirewise.atomic import write_json_atomic
 from wirewise.errors import UserError
-from wirewise.limits import MAX_RESULT_BYTES, MAX_SMALL_FILE_BYTES, read_bounded
+from wirewise.limits import MAX_RESULT_BYTES, MAX_SMALL_FILE_BYTES, read_bounded, read_head
 
 if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
     from wirewise.task import TaskSpec
@@ -164,8 +164,7 @@ def write_campaign(root: Path, name: str, spec_doc: dict[str, Any], plan_doc: di
 def plan_owner(root: Path) -> str | None:
     """The campaign whose plan.json is in `root` (read from its first bytes), or None."""
     try:
-        with open(root / PLAN, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
+        head = read_head(root / PLAN, 4096).decode("utf-8", "replace")
     except OSError:
         return None
     match = _PLAN_OWNER.match(head)

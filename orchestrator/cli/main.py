@@ -70,12 +70,15 @@ def run() -> None:
         _error(f"{exc.format_message()} (see {command} --help)", exc.exit_code)
     except click_error as exc:
         _error(exc.format_message(), exc.exit_code)
-    except typer.Abort:  # typer's own since 0.17, click's re-exported before: both named here
+    except typer.Abort:  # every typer names it: its own class, or click's re-exported
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
         _closed_pipe()
+    except OSError as exc:  # a path the system refuses (too long, no permission, a full disk): its reason and the path
+        where = f": {exc.filename}" if exc.filename else ""
+        _error(f"{exc.strerror or exc}{where}", 2)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -105,9 +108,9 @@ def _tune_collector() -> None:
 
 
 def _click_exceptions() -> tuple[type, type, type]:
-    """(NoArgsIsHelpError, UsageError, ClickException) as typer raises them: newer typer (0.25+)
-    vendors click as typer._click, older ones use click. A class one of them lacks is a class
-    nothing raises, so its `except` clause never matches and never fails."""
+    """(NoArgsIsHelpError, UsageError, ClickException) as typer raises them: newer typer vendors
+    click as typer._click (0.29.2 does, without Abort), older ones use click. A class one of them
+    lacks is a class nothing raises, so its `except` clause never matches and never fails."""
     try:
         from typer._click import exceptions
     except ImportError:
@@ -120,7 +123,11 @@ def _click_exceptions() -> tuple[type, type, type]:
 
 
 def _error(message: str, exit_code: int) -> None:
+    """The one error line. A value typed or stored at great length (a 5,000-digit number, a
+    10,000-character name) is shown by its two ends, so the line stays one readable line."""
+    import re
     import sys
 
+    message = re.sub(r"\S{200,}", lambda m: f"{m[0][:60]}...({len(m[0])} characters)...{m[0][-20:]}", message)
     sys.stderr.write(f"wirewise: error: {message}\n")
     sys.exit(exit_code)

@@ -68,9 +68,11 @@ def make_engine(url: str) -> Engine:
             raise UserError(f"no database driver for {parsed.drivername!r} ({exc}); use sqlite:///PATH or postgresql+psycopg://...") from None
     if not parsed.database or parsed.database == ":memory:" or parsed.query.get("mode") == "memory":
         raise UserError(f"--db {url}: an in-memory SQLite database keeps nothing once wirewise exits; give a file, e.g. sqlite:///wirewise.db")
-    folder = Path(parsed.database).expanduser().resolve().parent
-    if not folder.is_dir():
-        raise UserError(f"database folder does not exist: {folder}")
+    path = Path(parsed.database).expanduser().resolve()
+    if not path.parent.is_dir():
+        raise UserError(f"database folder does not exist: {path.parent}")
+    if path.exists() and not path.is_file():  # a folder, a device such as /dev/zero, a FIFO
+        raise UserError(f"--db {url}: {path} is not a regular file; give a database file, e.g. sqlite:///wirewise.db")
     busy_s = min(SQLITE_BUSY_TIMEOUT_S, db_wait_s())  # one wait never outlasts the whole patience
     engine = create_engine(
         url,

@@ -282,6 +282,9 @@ BAD_SPECS = {
     "timeout_s .inf": (yaml.safe_dump({**SPEC, "target": {"timeout_s": float("inf")}}).encode(), "target.timeout_s: Input should be a finite number"),
     "time past a year": (yaml.safe_dump({**SPEC, "target": {"time": "99999999999999999999"}}).encode(), "target.time: "),
     "time of 400 days": (yaml.safe_dump({**SPEC, "target": {"time": "400-00:00:00"}}).encode(), "longer than 366 days"),
+    "a GPU count listed twice": (yaml.safe_dump({**SPEC, "axes": {"gpus": [2] * 100_000}}).encode(), "axes.gpus: 2 is listed twice"),
+    "a model 10,000 characters long": (yaml.safe_dump({**SPEC, "workloads": [{"train": {"models": ["x" * 10_000], "strategies": ["ddp"]}}]}).encode(),
+                                       "unknown model 'xxxxx"),
 }
 
 
@@ -393,6 +396,22 @@ def test_report_out_where_it_cannot_write(tmp_path, db_url):
     one_line_exit_2(wirewise("report", "--out", "/proc/wirewise-report", "--db", db_url, timeout=QUICK), "cannot write the report there")
 
 
+def test_long_values_are_shown_by_their_ends(tmp_path, db_url):
+    """A 10,000-character name or a 5,000-digit number in an error stays one readable line."""
+    for args in (["estimate", "-m", "x" * 10_000], ["results", "--bytes", "9" * 5000, "--db", db_url],
+                 ["campaign", "status", "n" * 10_000, "--db", db_url]):
+        proc = wirewise(*args, timeout=QUICK)
+        one_line_exit_2(proc, "characters)...")
+        assert len(proc.stderr) < 500
+
+
+def test_paths_the_system_refuses_are_one_line(tmp_path, db_url):
+    wirewise("collect", str(result_file(tmp_path / "result.json", collective())), "--db", db_url, check=True)
+    one_line_exit_2(wirewise("report", "--out", str(tmp_path / ("r" * 300)), "--db", db_url, timeout=QUICK), "File name too long")
+    for url in ("sqlite:////dev/zero", f"sqlite:///{tmp_path}"):
+        one_line_exit_2(wirewise("results", "--db", url, timeout=QUICK), "is not a regular file")
+
+
 def test_model_configs_transformers_refuses_are_one_line(tmp_path):
     (tmp_path / "up.json").write_text(json.dumps({"model_type": "../../etc", "hidden_size": 8}))
     (tmp_path / "short.json").write_text(json.dumps({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2,
@@ -402,6 +421,9 @@ def test_model_configs_transformers_refuses_are_one_line(tmp_path):
         one_line_exit_2(proc, "transformers cannot build model_type '../../etc'")
         assert len(proc.stderr) < 400
         one_line_exit_2(wirewise(*args, str(tmp_path / "short.json"), timeout=QUICK, cwd=tmp_path), "its config has no 'vocab_size'")
+    (tmp_path / "negative.json").write_text(json.dumps({"model_type": "mistral", "hidden_size": -64, "num_hidden_layers": 2,
+                                                        "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}))
+    one_line_exit_2(wirewise("estimate", "-m", str(tmp_path / "negative.json"), timeout=QUICK), "must be positive whole numbers")
 
 
 # -- 22.11: times are stored in UTC -------------------------------------------------------------
