@@ -219,6 +219,8 @@ class Target(BaseModel):
     def _bounded_time(cls, value: str) -> str:
         if _minutes(value) > MAX_TIME_MIN:
             raise ValueError(f"{value!r} is longer than {MAX_TIME_MIN // 1440} days, the bound for a time limit")
+        if _minutes(value) < 1:
+            raise ValueError(f"{value!r} is no time: Slurm reads a limit of 0 as none at all; give at least a minute")
         return value
 
     @property

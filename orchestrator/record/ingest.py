@@ -37,11 +37,11 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
     neither, so no node is left without its results. Returns how many records were new.
     A record with a figure that is not a measurement (wirewise.record.record_problem) stores
     nothing: UserError."""
-    for index, record in enumerate(records):
-        problem = record_problem(record)
+    rows = [r.model_dump() for r in records]
+    for index, (record, row) in enumerate(zip(records, rows)):
+        problem = record_problem(record) or _too_long(row)
         if problem:
             raise UserError(f"records[{index}]: {problem}; none of its records stored")
-    rows = [r.model_dump() for r in records]
 
     def write(session) -> int:
         if topology is not None:
@@ -52,6 +52,19 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
         return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
 
     return store.write(write)
+
+
+# The text columns' widths: PostgreSQL refuses a longer value (SQLite would keep it), so both
+# refuse it here, in words.
+_WIDTHS = {column.name: column.type.length for column in ResultRow.__table__.c if getattr(column.type, "length", None)}
+
+
+def _too_long(row: dict) -> str | None:
+    for name, width in _WIDTHS.items():
+        value = row.get(name)
+        if isinstance(value, str) and len(value) > width:
+            return f"{name} of {len(value)} characters, longer than the {width} the store keeps"
+    return None
 
 
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:

@@ -282,6 +282,7 @@ BAD_SPECS = {
     "timeout_s .inf": (yaml.safe_dump({**SPEC, "target": {"timeout_s": float("inf")}}).encode(), "target.timeout_s: Input should be a finite number"),
     "time past a year": (yaml.safe_dump({**SPEC, "target": {"time": "99999999999999999999"}}).encode(), "target.time: "),
     "time of 400 days": (yaml.safe_dump({**SPEC, "target": {"time": "400-00:00:00"}}).encode(), "longer than 366 days"),
+    "time 0 (Slurm: no limit)": (yaml.safe_dump({**SPEC, "target": {"time": "0:00"}}).encode(), "give at least a minute"),
     "a GPU count listed twice": (yaml.safe_dump({**SPEC, "axes": {"gpus": [2] * 100_000}}).encode(), "axes.gpus: 2 is listed twice"),
     "a model 10,000 characters long": (yaml.safe_dump({**SPEC, "workloads": [{"train": {"models": ["x" * 10_000], "strategies": ["ddp"]}}]}).encode(),
                                        "unknown model 'xxxxx"),
@@ -355,6 +356,16 @@ def test_bad_result_files_store_nothing(case, tmp_path, db_url):
     stored = db_rows(db_url, "SELECT count(*) FROM results") if Path(db_url.removeprefix("sqlite:///")).exists() else [(0,)]
     assert stored == [(1,)] and "(1 file(s) before it are stored)" in found.stderr or stored == [(0,)]
     assert good.exists()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_text_wider_than_the_store_keeps_is_refused_on_both_databases(backend, tmp_path, db_url, request):
+    """PostgreSQL refuses a node name past its column's 255 characters (a traceback before);
+    SQLite kept it: both now refuse it alike, naming the field and the width."""
+    url = db_url if backend == "sqlite" else request.getfixturevalue("pg_url")
+    bad = result_file(tmp_path / "result.json", collective(node="n" * 300))
+    one_line_exit_2(wirewise("collect", str(bad), "--db", url, timeout=QUICK),
+                    "records[0]: node of 300 characters, longer than the 255 the store keeps")
 
 
 def test_a_folder_named_result_json_is_searched_not_read(tmp_path, db_url):
