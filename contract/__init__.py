@@ -9,9 +9,13 @@ other's internals; what they share lives here, torch-free:
 - `wirewise.record`: the result record and its statuses;
 - `wirewise.topology`: the wiring model and the pure code to parse, classify and fingerprint it;
 - `wirewise.models`: the model registry (configs, no weights);
+- `wirewise.ranges`: range lists such as `0-3,8` (GPU indices, counts, CPU lists), bounded;
+- `wirewise.nvml`: the one way to NVML, its quirks handled once;
+- `wirewise.registry`, `wirewise.strategy`: every plug-in by name, and each training strategy's
+  descriptor (what it shards, its traffic per step, its engine configs);
 - `wirewise.errors`, `wirewise.atomic`, `wirewise.versions`: small shared pieces.
 
-Nothing in this package imports `wirewise.orchestrator` or `wirewise.jobs` (tests/test_imports.py).
+Nothing in this package imports `wirewise.orchestrator` or `wirewise.jobs` (tests/test_architecture.py).
 """
 
 __version__ = "0.2.0"

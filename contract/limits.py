@@ -20,13 +20,16 @@ from pathlib import Path
 from typing import Any
 
 MAX_INT = 2**63 - 1  # any stored integer: bytes, count, GPU count, ...
-MAX_RANKS = 65_536  # GPUs (or ranks) of one task or one --gpus
+MAX_RANKS = 65_536  # GPUs (or ranks) of one task or one --gpus, over all its nodes
+MAX_GPU_INDEX = 1023  # a GPU's index on its node (wirewise.ranges: --free, --gpus 0-3, Slurm's GRES)
+MAX_CPU_ID = 65_535  # a CPU's id in an affinity list (Linux's NR_CPUS is at most 8192)
+MAX_ARRAY_INDEX = 4_000_000  # a Slurm array index (MaxArraySize may not exceed 4,000,001, slurm.conf(5))
 MAX_CPU_RANKS = 256  # CPU ranks (gloo) of one task on one machine
-MAX_NODES = 4096  # nodes of one multi-node task
+MAX_NODES = 65_536  # nodes of one multi-node task: more than any cluster has
 MAX_REPEATS = 10_000  # axes.repeats
 MAX_TASKS = 100_000  # tasks one campaign plans
 MAX_NESTING = 100  # levels of mappings and lists in a spec, a result file or a config
-MAX_TIME_MIN = 366 * 24 * 60  # a Slurm time limit or a task timeout: a year
+MAX_TIME_MIN = 365 * 24 * 60  # a Slurm time limit or a task timeout: a year, past any partition's MaxTime
 MAX_AGE_DAYS = 100 * 366  # --since as an age
 MAX_INTERVAL_S = 24 * 3600  # seconds between polls (campaign status --watch)
 

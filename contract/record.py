@@ -87,9 +87,12 @@ class ResultRecord(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
     # where it ran
-    node: str | None = None
+    node: str | None = None  # the first node (a multi-node task's node 0)
+    node_count: int | None = Field(1, ge=1)  # None: an imported log that does not show every host
+    nodes: list[str] = Field(default_factory=list)  # every node, in node-rank order
+    node_fingerprints: list[str | None] = Field(default_factory=list)  # each node's wiring, as `nodes`
     gpus: list[int] = Field(default_factory=list)  # physical indices
-    gpu_count: int = 0
+    gpu_count: int | None = 0  # None: unknown (an imported log that shows no rank count)
     fingerprint: str | None = None
     fabric: str | None = None
 

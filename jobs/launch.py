@@ -2,13 +2,21 @@
 
 Called the same way from every caller:
 - the local commands (`wirewise bench ...`): `run_task(spec, run_dir)` in-process;
-- a submitit task on Slurm: the same function, pickled;
+- a submitit task on Slurm: the same function, pickled (a multi-node campaign task: one per node);
 - a multi-node Slurm step: `srun --ntasks-per-node=1 python -P -m wirewise.jobs.launch RUN_DIR` (one
-  supervisor per node; node rank, node count and the master address come from SLURM_*).
+  supervisor per node).
+
+Across nodes, each supervisor reads its node rank (SLURM_NODEID) and the step's hosts
+(SLURM_JOB_NODELIST, expanded by submitit's own hostlist code) from the environment, without
+running a Slurm command; the first host is the master address. The supervisors watch each
+other through the run folder (wirewise.jobs.peers), so a failure on any node ends the task on
+every node within FAILURE_GRACE_S, and a lost node within PEER_SILENCE_S (wirewise.jobs.peers).
 
 Each rank is a `python -P -m wirewise.jobs.worker` process in its own session, so a failed or hung run
 is ended whole (process group kill) within the timeout and leaves no orphans. Ranks write
-rank files; node 0's supervisor turns them into result records in one atomic `result.json`.
+rank files; node 0's supervisor turns every node's into result records in one atomic
+`result.json`, whose records name every node. Each node's exit status (main) says how the
+task ended as that node saw it: 0 only when it succeeded.
 """
 
 from __future__ import annotations
@@ -23,13 +31,14 @@ import sys
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from wirewise.atomic import write_json_atomic
 from wirewise.task import TaskSpec
+from wirewise.jobs.peers import Peers
 from wirewise.jobs.worker import rank_file
 from wirewise.jobs.records import build_records, gpu_pinning, node_topology
 
@@ -79,20 +88,25 @@ class Layout:
     nnodes: int
     master_addr: str
     master_port: int
+    hosts: tuple[str, ...] = ()  # the step's nodes in node-rank order (multi-node only)
 
     @classmethod
     def detect(cls, spec: TaskSpec) -> Layout:
         if spec.nnodes == 1:
             return cls(0, 1, "127.0.0.1", _free_port())
         env = os.environ
-        if "SLURM_NODEID" not in env:
+        if "SLURM_NODEID" not in env or "SLURM_JOB_NODELIST" not in env:
             raise RuntimeError(f"{spec.nnodes} nodes requested but not inside a Slurm step (run it under srun)")
-        nodes = subprocess.run(
-            ["scontrol", "show", "hostnames", env["SLURM_JOB_NODELIST"]], capture_output=True, text=True, check=True
-        ).stdout.split()
-        if len(nodes) != spec.nnodes:
-            raise RuntimeError(f"Slurm gave {len(nodes)} nodes, the task asks for {spec.nnodes}")
-        return cls(int(env["SLURM_NODEID"]), spec.nnodes, nodes[0], step_port(env))
+        from submitit.slurm.slurm import SlurmJobEnvironment
+
+        hosts = tuple(SlurmJobEnvironment().hostnames)
+        if len(hosts) != spec.nnodes:
+            raise RuntimeError(f"Slurm gave {len(hosts)} nodes ({','.join(hosts)}), the task asks for {spec.nnodes}")
+        return cls(int(env["SLURM_NODEID"]), spec.nnodes, hosts[0], step_port(env), hosts)
+
+    def node_of(self, rank: int, nproc_per_node: int) -> str | None:
+        """The host a rank runs on (None on one node, where it goes without saying)."""
+        return self.hosts[rank // nproc_per_node] if self.hosts else None
 
 
 def step_port(env) -> int:
@@ -100,6 +114,14 @@ def step_port(env) -> int:
     from the job and step ids (no side channel), and two steps of one job get different ones."""
     step = f"{env.get('SLURM_JOB_ID', '0')}.{env.get('SLURM_STEP_ID', '0')}"
     return 20000 + zlib.crc32(step.encode()) % 20000
+
+
+def step_key(env) -> str | None:
+    """What names one run of a Slurm job step on every node of it: the job, the step and the
+    run (a requeued job keeps its id and counts SLURM_RESTART_COUNT up). None outside Slurm."""
+    if "SLURM_JOB_ID" not in env:
+        return None
+    return f"{env['SLURM_JOB_ID']}.{env.get('SLURM_STEP_ID', '0')}.{env.get('SLURM_RESTART_COUNT', '0')}"
 
 
 def _free_port() -> int:
@@ -151,6 +173,7 @@ class RankGroup:
     def __init__(self, spec: TaskSpec, layout: Layout, run_dir: Path) -> None:
         self.procs: dict[int, subprocess.Popen] = {}
         self.stopped_by_us: set[int] = set()  # ranks still running when kill() began
+        self.stopped_for: str | None = None  # a peer node's failure or loss that stopped these ranks
         self.first_rank = layout.node_rank * spec.nproc_per_node
         for local_rank in range(spec.nproc_per_node):
             rank = self.first_rank + local_rank
@@ -210,8 +233,10 @@ class ProgressReader:
                 self.on_progress(event["done"], event["total"], event.get("label", ""))
 
 
-def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, stop: StopRequests) -> str | None:
-    """Wait for the ranks. Returns None when all exited 0, else 'failed', 'timeout' or 'cancelled'."""
+def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, stop: StopRequests,
+               peers: Peers | None = None) -> str | None:
+    """Wait for the ranks. Returns None when all exited 0, else 'failed', 'timeout' or 'cancelled'.
+    A peer node that failed or was lost counts as a failure here (group.stopped_for says which)."""
     deadline = time.monotonic() + timeout_s
     failed_at: float | None = None
     try:
@@ -226,6 +251,10 @@ def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, sto
                 return "failed"
             if failed_at is None and any(code not in (None, 0) for code in codes.values()):
                 failed_at = time.monotonic()
+            if failed_at is None and peers is not None:
+                group.stopped_for = peers.problem()
+                if group.stopped_for:
+                    failed_at = time.monotonic()
             if failed_at is not None and time.monotonic() - failed_at > FAILURE_GRACE_S:
                 return "failed"
             if time.monotonic() > deadline:
@@ -254,38 +283,98 @@ def _log_tail(run_dir: Path, rank: int, lines: int = 15) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _outcome(ended: str | None, group: RankGroup, files: dict[int, dict], run_dir: Path, timeout_s: float, stop: StopRequests):
+@dataclass
+class Ended:
+    """How ranks ended: one node's (its RankGroup), or every node's (node 0 merges them)."""
+
+    how: str | None  # None: every rank exited 0; else failed, timeout or cancelled
+    codes: dict[int, int | None]  # exit code per rank (negative: the signal)
+    stopped: set[int]  # ranks still running when their supervisor stopped them
+    files: dict[int, dict[str, Any]]  # the rank files written
+    stopped_for: str | None = None  # the peer node's failure or loss that stopped them
+    lost: list[str] = field(default_factory=list)  # why the nodes that said nothing are lost
+
+    @classmethod
+    def of_group(cls, how: str | None, group: RankGroup, run_dir: Path) -> Ended:
+        return cls(how, group.exit_codes(), group.stopped_by_us, _read_rank_files(run_dir, group.procs), group.stopped_for)
+
+    def report(self) -> dict[str, Any]:
+        """What a node tells node 0 at its end (wirewise.jobs.peers)."""
+        return {"how": self.how, "codes": self.codes, "stopped": sorted(self.stopped),
+                "stopped_for": self.stopped_for, "ranks": self.files}
+
+    @classmethod
+    def merged(cls, own: Ended, peers: dict[int, dict[str, Any] | None], missing) -> Ended:
+        """Every node's view in one. How the task ended is how the nodes that ended on their
+        own did (a node stopped for a peer only followed it); a lost node (`missing(k)` says
+        why) is a failure, a peer still running when the step was stopped (None) was cancelled."""
+        ends, lost, cut_short = [own], [], False
+        for k, report in sorted(peers.items()):
+            if report is None:
+                why = missing(k)
+                lost += [why] if why else []
+                cut_short = cut_short or not why
+                continue
+            ends.append(cls(report["how"], {int(r): c for r, c in report["codes"].items()}, set(report["stopped"]),
+                            {int(r): f for r, f in report["ranks"].items()}, report.get("stopped_for")))
+        causes = {e.how for e in ends if e.how is not None and not e.stopped_for} | ({"cancelled"} if cut_short else set())
+        if lost or "failed" in causes or (not causes and any(e.how for e in ends)):
+            how = "failed"
+        else:
+            how = "timeout" if "timeout" in causes else ("cancelled" if causes else None)
+        return cls(how, {r: c for e in ends for r, c in e.codes.items()}, {r for e in ends for r in e.stopped},
+                   {r: f for e in ends for r, f in e.files.items()},
+                   next((e.stopped_for for e in ends if e.stopped_for), None), lost)
+
+
+def _outcome(ended: Ended, run_dir: Path, spec: TaskSpec, stop: StopRequests, layout: Layout) -> tuple[str, str | None]:
     """(status, error) for the whole task from how the ranks ended and what they wrote."""
-    if ended is None:
+    if ended.how is None:
         return "ok", None
-    reported = {rank: f for rank, f in files.items() if f.get("status") not in (None, "ok")}
-    if ended in ("timeout", "cancelled") and not reported:
-        running = [r for r, code in group.exit_codes().items() if code is None or code < 0]
-        what = f"timed out after {timeout_s:g} s" if ended == "timeout" else f"cancelled ({stop.received or 'interrupted'})"
-        return ended, f"{what}; ranks still running: {running}"
+    timeout_s = spec.timeout_s
+
+    def rank_name(rank: int) -> str:
+        host = layout.node_of(rank, spec.nproc_per_node)
+        return f"rank {rank} on {host}" if host else f"rank {rank}"
+
+    reported = {rank: f for rank, f in ended.files.items() if f.get("status") not in (None, "ok")}
+    if ended.how in ("timeout", "cancelled") and not reported:
+        running = [r for r, code in ended.codes.items() if code is None or code < 0]
+        what = f"timed out after {timeout_s:g} s" if ended.how == "timeout" else f"cancelled ({stop.received or 'interrupted'})"
+        return ended.how, f"{what}; ranks still running: {running}"
     # Ranks that died without a word (killed by a signal, or the interpreter itself failed)
-    # before the supervisor stopped anything: the likely cause of what the others report.
+    # before their supervisor stopped anything, and nodes lost: the likely cause of what the
+    # others report.
     silent = [
-        (r, c) for r, c in sorted(group.exit_codes().items())
-        if c not in (None, 0) and r not in files and r not in group.stopped_by_us
+        (r, c) for r, c in sorted(ended.codes.items())
+        if c not in (None, 0) and r not in ended.files and r not in ended.stopped
     ]
+    causes = [_ended_with(rank_name(r), c) for r, c in silent] + ended.lost
     if reported:
         status = "oom" if any(f["status"] == "oom" for f in reported.values()) else "failed"
         rank, first = next((r, f) for r, f in sorted(reported.items()) if f["status"] == status)
-        error = f"rank {rank}: {first.get('error')}"
-        if status == "failed" and silent:
-            error = f"{_ended_with(*silent[0])}; then {error}"
+        error = f"{rank_name(rank)}: {first.get('error')}"
+        if status == "failed" and causes:
+            error = f"{causes[0]}; then {error}"
         return status, error
-    rank, code = silent[0] if silent else next((r, c) for r, c in sorted(group.exit_codes().items()) if c not in (None, 0))
-    return "failed", f"{_ended_with(rank, code)}\n{_log_tail(run_dir, rank)}".strip()
+    if silent:
+        rank = silent[0][0]
+        return "failed", f"{causes[0]}\n{_log_tail(run_dir, rank)}".strip()
+    if causes:
+        return "failed", causes[0]
+    if ended.stopped_for:
+        return "failed", f"stopped: {ended.stopped_for}"
+    rank, code = next((r, c) for r, c in sorted(ended.codes.items()) if c not in (None, 0))
+    return "failed", f"{_ended_with(rank_name(rank), code)}\n{_log_tail(run_dir, rank)}".strip()
 
 
-def _ended_with(rank: int, code: int) -> str:
-    return f"rank {rank} ended with {f'signal {-code}' if code < 0 else f'exit code {code}'}"
+def _ended_with(rank: str, code: int) -> str:
+    return f"{rank} ended with {f'signal {-code}' if code < 0 else f'exit code {code}'}"
 
 
 def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None = None) -> Path:
-    """Run this node's share of the task; node 0 returns the path of the written result file."""
+    """Run this node's share of the task. Returns the file that says how it ended ("status"):
+    the task's result file on node 0 (and on a single node), this node's own report elsewhere."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with StopRequests() as stop:  # from the start: a Ctrl-C at any point still leaves a result file
@@ -293,29 +382,51 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         layout = Layout.detect(spec)
         if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
             write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
+        peers = Peers(run_dir, layout.node_rank, layout.nnodes, layout.hosts) if layout.nnodes > 1 else None
         topo, topo_error = node_topology(spec)
         from wirewise.topology import node_name
 
-        node = node_name(topo, spec.node)
+        node = node_name(topo, spec.node if layout.node_rank == 0 else None)
+        fingerprint = topo.fingerprint if topo else None
+        if peers is not None:
+            peers.describe(node=node, fingerprint=fingerprint, topology=topo.model_dump(mode="json") if topo else None)
         group = RankGroup(spec, layout, run_dir)
-        ended_how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress), stop)
-        files = _read_rank_files(run_dir, group.procs)
-        status, error = _outcome(ended_how, group, files, run_dir, spec.timeout_s, stop)
-        ended = datetime.now(timezone.utc)
-
+        how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress), stop, peers)
+        ended = Ended.of_group(how, group, run_dir)
+        nodes, wirings = [(node, fingerprint)], []
+        if peers is not None:
+            status, error = _outcome(ended, run_dir, spec, stop, layout)
+            peers.end({"status": status, "error": error, **ended.report()})
+            if layout.node_rank != 0:
+                return peers.path
+            ended, others, wirings = _gather(peers, ended, spec, started, stop)
+            nodes += others
+        status, error = _outcome(ended, run_dir, spec, stop, layout)
         result_path = run_dir / RESULT_FILE
-        if layout.node_rank == 0:
-            records = build_records(spec, files, status, error, topo, topo_error, node, started, ended)
-            write_json_atomic(
-                result_path,
-                {
-                    "status": status,
-                    # CPU ranks did not use the wiring: it is not stored as what they ran on.
-                    "topology": topo.model_dump(mode="json") if topo else None,
-                    "records": [r.model_dump(mode="json") for r in records],
-                },
-            )
+        records = build_records(spec, ended.files, status, error, topo, topo_error, nodes, started,
+                                datetime.now(timezone.utc))
+        write_json_atomic(
+            result_path,
+            {
+                "status": status,
+                # CPU ranks did not use the wiring: it is not stored as what they ran on.
+                "topology": topo.model_dump(mode="json") if topo else None,
+                "node_topologies": wirings,  # the other nodes' wirings, stored under their names
+                "records": [r.model_dump(mode="json") for r in records],
+            },
+        )
     return result_path
+
+
+def _gather(peers: Peers, own: Ended, spec: TaskSpec, started: datetime, stop: StopRequests):
+    """Node 0, its ranks done: every node's end merged into one, the other nodes' (name,
+    fingerprint) in node-rank order, and their wirings. The others end within the task's
+    timeout and their clean-up, or fall silent; a SIGTERM (the job ended) cuts the wait short."""
+    left = spec.timeout_s - (datetime.now(timezone.utc) - started).total_seconds()
+    reports = peers.wait_for_ends(max(left, 0) + FAILURE_GRACE_S + 10, lambda: stop.received is not None)
+    others = [(r["node"], r.get("fingerprint")) if r else (peers.name(k), None) for k, r in sorted(reports.items())]
+    wirings = [{"node": r["node"], "topology": r["topology"]} for r in reports.values() if r and r.get("topology")]
+    return Ended.merged(own, reports, peers.missing), others, wirings
 
 
 def _in_main_thread() -> bool:
@@ -329,9 +440,7 @@ def main(argv: list[str]) -> int:
     run_dir = Path(argv[1])
     spec = TaskSpec.model_validate_json((run_dir / "spec.json").read_text())
     path = run_task(spec, run_dir)
-    if path.exists():
-        return 0 if json.loads(path.read_text())["status"] == "ok" else 1
-    return 0
+    return 0 if json.loads(path.read_text())["status"] == "ok" else 1
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A task's result records, built by node 0's supervisor from what the ranks wrote.
+"""A task's result records, built by node 0's supervisor from what every node's ranks wrote.
 
 One record per measured row when the task succeeded; one record saying how it ended (with
 what was asked and memory at the time) when it did not. Each says its backend and the
@@ -52,15 +52,16 @@ def rank_device(spec: TaskSpec, files: dict[int, dict]) -> str:
     return "cuda" if spec.gpus else "cpu"
 
 
-def build_records(spec, files, status, error, topo, topo_error, node, started, ended) -> list[ResultRecord]:
-    """The task's records; each says its backend and device, its attempt and repeat, a hash of
+def build_records(spec, files, status, error, topo, topo_error, nodes, started, ended) -> list[ResultRecord]:
+    """The task's records, on `nodes` ((name, fingerprint) of each, node 0 first, whose wiring
+    is `topo`); each says every node, its backend and device, its attempt and repeat, a hash of
     the wirewise code that ran (submitit pickles a reference: code changed between submit and
     start runs the new code), and why the probe failed where it did. CPU ranks never pass as
     GPU measurements: no GPU indices, gpu_count 0 and extra.device "cpu", which keeps them out
     of every fabric figure, prediction and health check unless asked for (`--include-cpu`);
     the node's fingerprint stays, so that asking for them finds them by wiring."""
     device = rank_device(spec, files)
-    records = _records_of_outcome(spec, files, status, error, topo, node, started, ended)
+    records = _records_of_outcome(spec, files, status, error, topo, nodes, started, ended)
     code = code_hash()
     for record in records:
         record.extra.update(backend=spec.backend, device=device, attempt=spec.attempt, repeat=spec.repeat)
@@ -74,14 +75,17 @@ def build_records(spec, files, status, error, topo, topo_error, node, started, e
     return records
 
 
-def _records_of_outcome(spec, files, status, error, topo, node, started, ended) -> list[ResultRecord]:
+def _records_of_outcome(spec, files, status, error, topo, nodes, started, ended) -> list[ResultRecord]:
     main = files.get(0, {})
     base = dict(
         task_id=spec.task_id,
         campaign=spec.campaign,
         workload=spec.workload,
         params={**spec.params, **spec.labels},
-        node=node,
+        node=nodes[0][0],
+        node_count=len(nodes),
+        nodes=[name for name, _ in nodes],
+        node_fingerprints=[fingerprint for _, fingerprint in nodes],
         gpus=spec.gpus,
         gpu_count=len(spec.gpus) * spec.nnodes,
         fingerprint=topo.fingerprint if topo else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 
+from wirewise.nvml import driver_version
 from wirewise.versions import decode_nccl_version, dist_version, wirewise_version
 
 
@@ -25,12 +26,5 @@ def software_versions() -> dict[str, str | None]:
     if torch.cuda.is_available():
         nccl = torch.cuda.nccl.version()
         versions["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else decode_nccl_version(nccl)
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            versions["driver"] = pynvml.nvmlSystemGetDriverVersion()
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+        versions["driver"] = driver_version()
     return versions

@@ -15,7 +15,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 WIREWISE = str(Path(sys.executable).with_name("wirewise"))
 
 # Real services, installed and started on demand by their own scripts (see each folder).
-pytest_plugins = ["tests.slurm.fixture", "tests.pg.fixture"]
+pytest_plugins = ["tests.slurm.fixture", "tests.slurm.multinode", "tests.pg.fixture"]
 
 
 def wirewise(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300, check: bool = False):

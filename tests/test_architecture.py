@@ -151,9 +151,73 @@ def test_registry_names_resolve_to_code(registry_name: str) -> None:
 
     known = modules()
     for name, ref in getattr(registry, registry_name).items():
+        ref = getattr(ref, "impl", ref)  # a strategy's descriptor names its code
         module, _, attribute = ref.partition(":")
         assert module in known, f"{name}: no module {module}"
         tree = ast.parse(known[module].read_text())
         defined = {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
         assert attribute in defined, f"{name}: {module} defines no {attribute}"
+
+
+def _source_of(*folders: str) -> dict[Path, str]:
+    return {path: path.read_text() for folder in folders for path in (ROOT / folder).rglob("*.py")}
+
+
+def test_nvml_is_asked_through_one_module() -> None:
+    """contract/nvml.py is the only importer of pynvml (its quirks are handled there once)."""
+    importers = []
+    for path, text in _source_of("contract", "orchestrator", "jobs").items():
+        for node in ast.walk(ast.parse(text)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module] if isinstance(node, ast.ImportFrom) else []
+            if "pynvml" in names:
+                importers.append(str(path.relative_to(ROOT)))
+    assert importers == ["contract/nvml.py"]
+
+
+def test_the_control_plane_reaches_slurm_only_through_its_folder() -> None:
+    """No Slurm command is named outside orchestrator/slurm/ (its one runner, one error path and
+    one timeout); sbatch goes through submitit, and the compute side (jobs/) is not the control plane."""
+    commands = ("sacct", "squeue", "sinfo", "scontrol", "scancel", "sbatch", "srun")
+    named = [f"{path.relative_to(ROOT)}: {command}" for path, text in _source_of("contract", "orchestrator").items()
+             if path.parent != ROOT / "orchestrator" / "slurm" for command in commands if f'"{command}"' in text]
+    assert not named, named
+
+
+def test_executor_names_are_compared_only_inside_the_executors() -> None:
+    """`executor == "slurm"` anywhere else would be a branch a new executor has to find."""
+    from wirewise.orchestrator.executor import EXECUTORS
+
+    found = []
+    for path, text in _source_of("contract", "orchestrator").items():
+        if path.parent == ROOT / "orchestrator" / "executor":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Compare):
+                constants = [n.value for side in (node.left, *node.comparators) for n in ast.walk(side) if isinstance(n, ast.Constant)]
+                if any(value in EXECUTORS for value in constants):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found
+
+
+def test_the_orchestrator_stages_form_no_cycle() -> None:
+    """Between the folders of orchestrator/ (placement, advise, decide, ...), imports inside
+    functions included: placement never reaches back into what builds on it."""
+    known = modules()
+
+    def stage(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "orchestrator" else None
+
+    edges: dict[str, set[str]] = {}
+    for module, path in known.items():
+        for name in imports_of(path):
+            target = resolve(name, known)
+            if stage(module) and target and stage(target) and stage(target) != stage(module):
+                edges.setdefault(stage(module), set()).add(stage(target))
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in edges.get(start, ()))
+
+    assert not [s for s in edges if reaches(s, s, set())], edges
+    assert "advise" not in edges["placement"] and "placement" in edges["advise"]

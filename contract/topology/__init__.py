@@ -7,7 +7,7 @@ supervisor on a compute node.
     node_name(topo, given) -> str                   the name results are stored under
 
 Storing a topology is the store's (wirewise.orchestrator.store.topology); gres.conf lines are
-Slurm's (wirewise.orchestrator.slurm.gres). pynvml is imported inside the live probe only;
+Slurm's (wirewise.orchestrator.slurm.gres). NVML is asked through wirewise.nvml, inside the live probe only;
 nothing here imports torch.
 """
 

@@ -1,4 +1,4 @@
-"""CPU lists ("0-47,96-143") and Slurm's logical core indices.
+"""CPU lists ("0-47,96-143", read and written by wirewise.ranges) and Slurm's logical core indices.
 
 nvidia-smi prints a GPU's CPU affinity as CPU (hardware thread) ids. gres.conf `Cores=`
 wants *logical core indices* instead: core 0 is the first core of the first socket, and
@@ -11,34 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wirewise.errors import UserError
+from wirewise.ranges import CPU_IDS, parse_ranges
+
 SYSFS_CPUS = Path("/sys/devices/system/cpu")
-
-
-def parse_cpu_list(text: str | None) -> list[int]:
-    """'0-3,8' -> [0, 1, 2, 3, 8]; empty or None -> []."""
-    cpus: set[int] = set()
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
-    return sorted(cpus)
-
-
-def format_cpu_list(cpus) -> str:
-    """[0, 1, 2, 3, 8] -> '0-3,8'."""
-    ordered = sorted(set(cpus))
-    ranges: list[str] = []
-    start = prev = None
-    for cpu in ordered + [None]:
-        if start is not None and (cpu is None or cpu != prev + 1):
-            ranges.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if cpu is not None and start is None:
-            start = cpu
-        prev = cpu
-    return ",".join(ranges)
 
 
 def cpus_from_mask(words, bits_per_word: int = 64) -> list[int]:
@@ -76,8 +52,8 @@ def core_indices(sysfs: Path = SYSFS_CPUS) -> dict[int, int] | None:
     for topo in sysfs.glob("cpu[0-9]*/topology/thread_siblings_list"):
         cpu = int(topo.parent.parent.name[3:])
         try:
-            first_thread[cpu] = min(parse_cpu_list(topo.read_text()))
-        except (OSError, ValueError):
+            first_thread[cpu] = min(parse_ranges(topo.read_text(), CPU_IDS))
+        except (OSError, ValueError, UserError):  # unreadable, or not a CPU list
             return None
     rank = {core: k for k, core in enumerate(sorted(set(first_thread.values())))}
     return {cpu: rank[first] for cpu, first in first_thread.items()} or None

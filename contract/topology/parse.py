@@ -8,6 +8,15 @@ matrix, legends of several driver generations or cut short, and preamble lines s
 `$ srun ...` or `NVIDIA Topology:`. The parser therefore reads tokens, not columns:
 a row is its name, then one link label per device of the header, then the affinity
 values. Lines of `nvidia-smi -L` anywhere in the text give the GPU names.
+
+Two kinds of retyping are read where the reading is unambiguous:
+- a Markdown table (`| GPU0 | GPU1 | ... |`, cells maybe in **bold**, columns in any
+  order): its header names every column, so it is rewritten as the matrix it shows;
+- lost tabs: a header token that is two device names run together (`NIC8NIC9`) and a cell
+  that is two labels run together (`NODENODE`, `NODEPXB`) split into the names and labels
+  they can only be, since no name or label contains another's start. A label run into a
+  number (`SYS0-55`) can be read two ways (`NV18` + `0-55` or `NV1` + `80-55`) and is refused,
+  as is a matrix whose line breaks were lost (its rows on one line).
 """
 
 from __future__ import annotations
@@ -28,6 +37,12 @@ _SMI_LIST_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)\s]+)\)")
 _NIC_LEGEND_LINE = re.compile(r"^(NIC\d+):\s*(\S+)$")
 _VALUE = re.compile(r"^([\d,\-]+|N/A)$")
 _LABEL_LIST = "X, NV#, PIX, PXB, PHB, NODE, SYS"
+_RUN_TOGETHER_NAMES = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")  # NIC8NIC9: a tab lost in the header
+_ONE_NAME = re.compile(r"(?:GPU|NIC)\d+")
+_RUN_TOGETHER_LABELS = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC){2,}$")  # NODEPXB: a tab lost in a row
+_ONE_LABEL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
+_MARKDOWN_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_MARKDOWN_RULE = re.compile(r"^[\s|:\-]+$")
 
 
 @dataclass
@@ -74,8 +89,13 @@ def _looks_binary(data: bytes) -> bool:
 def parse_topo_text(text: str, source: str = "input") -> ParsedText:
     """Parse `nvidia-smi topo -m` output; UserError naming the problem when it is not one."""
     where = f"topo file {source}"
-    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
+    lines = _from_markdown([_ANSI.sub("", line).rstrip() for line in text.splitlines()])
     header_at = next((i for i, line in enumerate(lines) if _is_header(line)), None)
+    if header_at is None and any(_runs_on_one_line(line) for line in lines):
+        raise UserError(
+            f"{where}: the matrix's line breaks were lost (its header and GPU rows run on one line); "
+            "paste `nvidia-smi topo -m` as it prints, one row a line"
+        )
     if header_at is None:
         raise UserError(
             f"{where}: no `nvidia-smi topo -m` matrix found (no header line starting with GPU0); "
@@ -127,6 +147,51 @@ def validate_matrix(links: list[list[str]], where: str) -> None:
                 )
 
 
+def _from_markdown(lines: list[str]) -> list[str]:
+    """The lines with a Markdown table of the matrix rewritten as `nvidia-smi topo -m` prints
+    it: the header names each column, so the row names, link cells and affinity values are
+    put back in their order whatever order the table gave them. Other lines are kept."""
+    out, index = [], 0
+    while index < len(lines):
+        end = index
+        while end < len(lines) and _MARKDOWN_ROW.match(lines[end]):
+            end += 1
+        table = [_cells(line) for line in lines[index:end] if not _MARKDOWN_RULE.match(line)]
+        if table and "GPU0" in table[0]:
+            out.extend(_table_as_matrix(table))
+            index = end
+        else:
+            out.append(lines[index])
+            index += 1
+    return out
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip().strip("*_`").strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _table_as_matrix(table: list[list[str]]) -> list[str]:
+    head = table[0]
+    devices = [k for k, name in enumerate(head) if _DEVICE_NAME.match(name) and not labels.is_label(name)]
+    extras = [k for k, name in enumerate(head) if name in AFFINITY_COLUMNS]
+    names = [k for k in range(len(head)) if k not in devices and k not in extras]
+    if not names:  # no column left for the row names: not the matrix
+        return ["|".join(row) for row in table]
+    name_at = names[0]
+    order = devices + extras
+    matrix = ["\t" + "\t".join(head[k] for k in order)]
+    for row in table[1:]:
+        cells = row + [""] * (len(head) - len(row))
+        matrix.append("\t".join([cells[name_at], *(cells[k] for k in order)]))
+    return matrix
+
+
+def _runs_on_one_line(line: str) -> bool:
+    """A header and its GPU rows on one line: `... GPU0 GPU1 ... GPU0 X NV18 ...`."""
+    tokens = line.split()
+    return tokens.count("GPU0") >= 2 and "GPU1" in tokens and "X" in tokens
+
+
 def _is_header(line: str) -> bool:
     tokens = _HEADER_TOKEN.findall(line)
     if not tokens or tokens[0] != "GPU0":
@@ -136,8 +201,11 @@ def _is_header(line: str) -> bool:
 
 
 def _split_header(line: str) -> tuple[list[str], list[str]]:
-    """Device columns (GPUs then NICs) and the affinity columns after them."""
-    tokens = _HEADER_TOKEN.findall(line)
+    """Device columns (GPUs then NICs) and the affinity columns after them; names run together
+    by a lost tab (NIC8NIC9) are split."""
+    tokens = []
+    for token in _HEADER_TOKEN.findall(line):
+        tokens.extend(_ONE_NAME.findall(token) if _RUN_TOGETHER_NAMES.match(token) else [token])
     first_extra = next((k for k, t in enumerate(tokens) if t in AFFINITY_COLUMNS), len(tokens))
     return tokens[:first_extra], tokens[first_extra:]
 
@@ -180,7 +248,7 @@ def _read_body(lines, devices, extra_columns, gpu_count, where):
         if not gpu or int(gpu.group(1)) >= gpu_count:
             continue  # NIC rows, stray text
         index = int(gpu.group(1))
-        values = stripped.split()[1:]
+        values = _split_run_together(stripped.split()[1:])
         if block_columns is not None:
             extras.setdefault(index, {}).update(zip(block_columns, values))
             continue
@@ -190,6 +258,14 @@ def _read_body(lines, devices, extra_columns, gpu_count, where):
         rows[index] = cells
         extras[index] = _assign_extras(rest, extra_columns)
     return rows, extras, nic_legend
+
+
+def _split_run_together(values: list[str]) -> list[str]:
+    """Cells of two labels run together by a lost tab (NODENODE, NODEPXB) as the two labels."""
+    split: list[str] = []
+    for value in values:
+        split.extend(_ONE_LABEL.findall(value) if _RUN_TOGETHER_LABELS.match(value) else [value])
+    return split
 
 
 def _row_cells(values, devices, gpu_count, index, where):

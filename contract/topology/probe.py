@@ -13,18 +13,17 @@ compute nodes before every task: no torch, NVML calls only, nvidia-smi only when
 
 from __future__ import annotations
 
-import ctypes
-import importlib.util
 import os
 import shutil
 import socket
 import subprocess
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from wirewise.errors import UserError
+from wirewise.nvml import NvmlUnavailable, query, session, text as nvml_text
+from wirewise.ranges import CPU_IDS, format_ranges, parse_ranges
 from wirewise.topology import cpus, labels
 from wirewise.topology.model import Topology
 from wirewise.versions import dist_version, nccl_version
@@ -50,19 +49,18 @@ def short_hostname() -> str:
 
 def probe_node(nvml: Any = None, run_nvidia_smi: Callable[[], str | None] | None = None) -> Topology:
     """This machine's topology. `nvml` and `run_nvidia_smi` are for tests on machines without a GPU."""
-    nvml = nvml or _import_nvml()
     run_nvidia_smi = run_nvidia_smi or nvidia_smi_topo_text
-    _start(nvml)
     try:
-        count = nvml.nvmlDeviceGetCount()
-        if count == 0:
-            raise UserError("NVML sees no GPU on this machine; read a saved `nvidia-smi topo -m` output with --from-file")
-        handles = [_handle(nvml, i) for i in range(count)]
-        gpus = [_read_gpu(nvml, h) for h in handles]
-        versions = _versions(nvml)
-        ancestors = _ancestor_matrix(nvml, handles)
-    finally:
-        _call(nvml, "nvmlShutdown")
+        with session(nvml) as nvml:
+            count = nvml.nvmlDeviceGetCount()
+            if count == 0:
+                raise UserError("NVML sees no GPU on this machine; read a saved `nvidia-smi topo -m` output with --from-file")
+            handles = [_handle(nvml, i) for i in range(count)]
+            gpus = [_read_gpu(nvml, h) for h in handles]
+            versions = _versions(nvml)
+            ancestors = _ancestor_matrix(nvml, handles)
+    except NvmlUnavailable as exc:
+        raise UserError(f"{exc}; read a saved `nvidia-smi topo -m` output with --from-file") from None
     return _assemble(gpus, ancestors, versions, run_nvidia_smi)
 
 
@@ -92,61 +90,26 @@ def nvidia_smi_topo_text() -> str | None:
 
 
 # -- NVML ----------------------------------------------------------------
-def _import_nvml():
-    try:
-        import pynvml
-    except ImportError:
-        raise UserError("the NVML bindings are missing: pip install nvidia-ml-py") from None
-    return pynvml
-
-
-def _start(nvml) -> None:
-    try:
-        nvml.nvmlInit()
-    except nvml.NVMLError as exc:
-        raise UserError(
-            f"no NVIDIA GPU or driver on this machine (NVML: {exc}); "
-            "read a saved `nvidia-smi topo -m` output with --from-file"
-        ) from None
-
-
-def _call(nvml, function: str, *args):
-    """An NVML query that may be unsupported here (old driver, VM, old bindings): None then."""
-    fn = getattr(nvml, function, None)
-    if fn is None:
-        return None
-    try:
-        return fn(*args)
-    except nvml.NVMLError:
-        return None
-
-
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
 def _read_gpu(nvml, handle) -> dict[str, Any]:
-    pci = _call(nvml, "nvmlDeviceGetPciInfo", handle)
-    bus_id = _text(pci.busId) if pci is not None else None
+    pci = query(nvml, "nvmlDeviceGetPciInfo", handle)
+    bus_id = nvml_text(pci.busId) if pci is not None else None
     nvlinks, nvlink_supported = _read_nvlinks(nvml, handle)
     affinity = _cpu_affinity(nvml, handle, bus_id)
     return {
-        "name": _text(_call(nvml, "nvmlDeviceGetName", handle)),
-        "uuid": _text(_call(nvml, "nvmlDeviceGetUUID", handle)),
+        "name": nvml_text(query(nvml, "nvmlDeviceGetName", handle)),
+        "uuid": nvml_text(query(nvml, "nvmlDeviceGetUUID", handle)),
         "pci_bus_id": bus_id,
-        "minor": _call(nvml, "nvmlDeviceGetMinorNumber", handle),
+        "minor": query(nvml, "nvmlDeviceGetMinorNumber", handle),
         "pcie": {
-            "curr_gen": _call(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", handle),
-            "max_gen": _call(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", handle),
-            "curr_width": _call(nvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
-            "max_width": _call(nvml, "nvmlDeviceGetMaxPcieLinkWidth", handle),
+            "curr_gen": query(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", handle),
+            "max_gen": query(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", handle),
+            "curr_width": query(nvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
+            "max_width": query(nvml, "nvmlDeviceGetMaxPcieLinkWidth", handle),
         },
         # 0 (P0) runs at full clocks, and its PCIe link at the generation it trained to; in
         # higher states (idle is P8) the driver may lower the generation to save power.
-        "pstate": _pstate(_call(nvml, "nvmlDeviceGetPerformanceState", handle)),
-        "cpu_affinity": cpus.format_cpu_list(affinity) if affinity else None,
+        "pstate": _pstate(query(nvml, "nvmlDeviceGetPerformanceState", handle)),
+        "cpu_affinity": format_ranges(affinity) if affinity else None,
         "numa": _numa_node(nvml, handle, bus_id),
         "nvlink_supported": nvlink_supported,
         "nvlinks": nvlinks,
@@ -168,9 +131,9 @@ def _read_nvlinks(nvml, handle) -> tuple[list[dict[str, Any]], bool]:
             continue  # past the GPU's last link, or NVLink not supported at all
         entry: dict[str, Any] = {"link": link, "active": active}
         if active:
-            remote = _call(nvml, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
-            kind = _call(nvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
-            entry["remote_pci_bus_id"] = _text(remote.busId) if remote is not None else None
+            remote = query(nvml, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+            kind = query(nvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+            entry["remote_pci_bus_id"] = nvml_text(remote.busId) if remote is not None else None
             entry["remote"] = _REMOTE_TYPES.get(kind, "unknown") if kind is not None else "unknown"
         links.append(entry)
     return links, bool(links)
@@ -178,19 +141,19 @@ def _read_nvlinks(nvml, handle) -> tuple[list[dict[str, Any]], bool]:
 
 def _cpu_affinity(nvml, handle, bus_id: str | None) -> list[int]:
     words = ((os.cpu_count() or 1) + 63) // 64
-    mask = _call(nvml, "nvmlDeviceGetCpuAffinity", handle, words)
+    mask = query(nvml, "nvmlDeviceGetCpuAffinity", handle, words)
     if mask is not None:
         found = cpus.cpus_from_mask(mask)
         if found:
             return found
     sysfs = _sysfs_pci(bus_id)
     if sysfs and (sysfs / "local_cpulist").exists():
-        return cpus.parse_cpu_list((sysfs / "local_cpulist").read_text())
+        return sorted(parse_ranges((sysfs / "local_cpulist").read_text(), CPU_IDS))
     return []
 
 
 def _numa_node(nvml, handle, bus_id: str | None) -> int | None:
-    node = _call(nvml, "nvmlDeviceGetNumaNodeId", handle)
+    node = query(nvml, "nvmlDeviceGetNumaNodeId", handle)
     if node is None:
         sysfs = _sysfs_pci(bus_id)
         if sysfs and (sysfs / "numa_node").exists():
@@ -222,15 +185,15 @@ def _ancestor_matrix(nvml, handles) -> list[list[str | None]]:
     matrix: list[list[str | None]] = [[None] * n for _ in range(n)]
     for i in range(n):
         for j in range(i + 1, n):
-            level = _call(nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[i], handles[j])
+            level = query(nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[i], handles[j])
             matrix[i][j] = matrix[j][i] = _ANCESTOR_LEVELS.get(level)
     return matrix
 
 
 def _versions(nvml) -> dict[str, str | None]:
-    cuda = _call(nvml, "nvmlSystemGetCudaDriverVersion_v2") or _call(nvml, "nvmlSystemGetCudaDriverVersion")
+    cuda = query(nvml, "nvmlSystemGetCudaDriverVersion_v2") or query(nvml, "nvmlSystemGetCudaDriverVersion")
     return {
-        "driver": _text(_call(nvml, "nvmlSystemGetDriverVersion")),
+        "driver": nvml_text(query(nvml, "nvmlSystemGetDriverVersion")),
         "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
         "nccl": nccl_version(),
         "nvidia_ml_py": dist_version("nvidia-ml-py"),
@@ -328,5 +291,5 @@ def _smi_matrix(run_nvidia_smi, gpu_count: int):
 def _slurm_cores(affinities: list[str | None]) -> list[str | None]:
     """Cores= per GPU from this machine's sysfs (read once for all GPUs); None where unknown."""
     core_of = cpus.core_indices() if any(affinities) else None
-    found = [cpus.logical_cores(cpus.parse_cpu_list(a), core_of) for a in affinities]
-    return [cpus.format_cpu_list(cores) if cores else None for cores in found]
+    found = [cpus.logical_cores(sorted(parse_ranges(a, CPU_IDS)), core_of) for a in affinities]
+    return [format_ranges(cores) if cores else None for cores in found]

@@ -72,6 +72,9 @@ class CollectiveParams(BaseModel):
     # Test hook, not a user option: this rank adds 1 to the first element of its input before
     # the checked call, so the real check must find the corruption in what the collective returns.
     corrupt_rank: int | None = Field(None, ge=0)
+    # Test hook, not a user option: this rank asks its allocator for a petabyte before the sweep,
+    # the allocation failure a rank on a node short of memory meets, down the same `oom` path.
+    oom_rank: int | None = Field(None, ge=0)
 
     @field_validator("min_bytes", "max_bytes", mode="before")
     @classmethod
@@ -106,10 +109,11 @@ class CollectiveParams(BaseModel):
 
     def to_task(self, ranks: Ranks, **task: Any):
         """The task for this sweep on `ranks`: the transport's environment in every rank; the
-        test hook (corrupt_rank) is passed on only when set. A CUDA graph needs NCCL ranks."""
+        test hooks (corrupt_rank, oom_rank) are passed on only when set. A CUDA graph needs NCCL ranks."""
         if self.cuda_graph and ranks.backend != "nccl":
             raise UserError(
                 f"--cuda-graph needs the nccl backend (a CUDA graph captures GPU work); this run uses {ranks.backend}"
             )
-        params = self.model_dump(mode="json", exclude={"corrupt_rank"} if self.corrupt_rank is None else set())
+        hooks = {"corrupt_rank", "oom_rank"}
+        params = self.model_dump(mode="json", exclude={h for h in hooks if getattr(self, h) is None})
         return make_task("collective", params, ranks, dict(TRANSPORT_ENV[self.transport]), **task)

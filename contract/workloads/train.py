@@ -8,7 +8,7 @@ of a failed run by wirewise.jobs.launch, so a failure still says what was asked.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -16,15 +16,12 @@ from wirewise import registry
 from wirewise.errors import UserError
 from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, make_task
 from wirewise.models import MODELS, check_data_kind, check_data_source, check_model_name, max_positions
+from wirewise.strategy import PRECISIONS
 
 # auto: bf16-mixed on GPU, fp32 on CPU. bf16-mixed: bf16 compute over fp32 weights (DDP: autocast;
 # FSDP: MixedPrecisionPolicy; DeepSpeed: its bf16 mode, bf16 weights with an fp32 master copy).
 # bf16: bf16 weights and optimizer state (DDP/FSDP); DeepSpeed treats it as bf16-mixed.
-Precision = Literal["auto", "fp32", "bf16-mixed", "bf16"]
-
-STRATEGIES: tuple[str, ...] = tuple(registry.STRATEGIES)
-ENGINES: tuple[str, ...] = tuple(registry.ENGINES)
-PRECISIONS: tuple[str, ...] = get_args(Precision)
+Precision = Literal[("auto", *PRECISIONS)]
 
 
 class TrainParams(BaseModel):
@@ -71,6 +68,8 @@ class TrainParams(BaseModel):
             raise ValueError(f"--seq-len {self.seq_len}: {self.model} takes at most {longest} positions (max_position_embeddings)")
         if self.engine == "accelerate" and self.compile:
             raise ValueError("--compile is only wired for --engine native")
+        if self.engine == "accelerate" and registry.STRATEGIES[self.strategy].accelerate is None:
+            raise ValueError(f"--strategy {self.strategy} has no accelerate config; use --engine native")
         if self.model in MODELS:  # a local config's kind is known only once transformers reads it
             check_data_kind(self.data, MODELS[self.model].kind)
         if self.data is not None:

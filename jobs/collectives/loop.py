@@ -40,6 +40,8 @@ def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:
     plan = _plan(p, ctx.world_size)
     if p.cuda_graph and values.device.type != "cuda":
         raise ValueError("cuda_graph needs NCCL ranks on GPUs (CUDA graphs capture GPU work)")
+    if p.oom_rank == ctx.rank:
+        torch.empty(2**50, dtype=torch.uint8, device=values.device)  # the documented test hook (CollectiveParams.oom_rank)
     rows = []
     for step, (op, geometry, in_place) in enumerate(plan):
         form = "in place" if in_place else "out of place"

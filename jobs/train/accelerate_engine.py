@@ -1,7 +1,8 @@
 """The same benchmark through HF Accelerate (`--engine accelerate`), as the article ran it.
 
-The launcher config (templates/accelerate/<ddp|fsdp|deepspeed>.yaml) and, for ZeRO, the
-DeepSpeed config (templates/deepspeed/zero<stage>.json) are rendered into the run folder,
+The launcher config the strategy's descriptor names (templates/accelerate/<ddp|fsdp|deepspeed>.yaml)
+and, for a DeepSpeed strategy, its DeepSpeed config (templates/deepspeed/<name>.json and the
+descriptor's overrides) are rendered into the run folder,
 so `accelerate launch --config_file RUN_DIR/accelerate.yaml` would reproduce the set-up.
 The ranks already exist (wirewise.jobs.launch started them with RANK, WORLD_SIZE, MASTER_ADDR...), so
 instead of launching, each rank turns the rendered file into the `Accelerator` plugins
@@ -14,14 +15,14 @@ plugin miscounts processes); plain DDP also runs on CPU, which the tests use.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 import yaml
 
-from wirewise.jobs.train.configs import ZERO_STAGES, accelerate_config
+from wirewise.atomic import write_text_atomic
+from wirewise.jobs.train.configs import accelerate_config
 from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw
 from wirewise.jobs.train.strategies.fsdp import pending_unsharded_grads
 from wirewise.jobs.train.strategies.zero import (
@@ -35,18 +36,11 @@ from wirewise.jobs.train.strategies.zero import (
 MIXED_PRECISION = {"fp32": "no", "bf16-mixed": "bf16", "bf16": "bf16"}
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    """Every rank renders the same file; an atomic replace keeps readers from a half-written one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 class AccelerateEngine(Strategy):
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.name = f"accelerate-{setup.params.strategy}"
-        self.kind = setup.params.strategy
+        self.spec = setup.spec
         launcher = self._render(Path(setup.run_dir))
         self.accelerator = self._accelerator(yaml.safe_load(launcher.read_text()))
         model = setup.built.model
@@ -58,22 +52,27 @@ class AccelerateEngine(Strategy):
         self.extra["accelerate_distributed_type"] = str(self.accelerator.distributed_type)
 
     def _render(self, run_dir: Path) -> Path:
+        """The descriptor's launcher config (and DeepSpeed config) in the run folder. Every rank
+        renders the same files; atomic writes keep readers from a half-written one."""
         processes = self.setup.ctx.world_size
         precision = MIXED_PRECISION[self.setup.precision]
-        if self.kind in ZERO_STAGES:
+        template = self.spec.accelerate
+        if template == "deepspeed":
             fix_cuda_arch_list()
-            ds_config = render_config(self.setup, ZERO_STAGES[self.kind])
+            ds_config = render_config(self.setup)
             ds_path = run_dir / "deepspeed.json"
-            _write_text_atomic(ds_path, json.dumps(ds_config, indent=1))
-            text = accelerate_config("deepspeed", num_processes=processes, deepspeed_config_file=ds_path)
+            write_text_atomic(ds_path, json.dumps(ds_config, indent=1))
+            text = accelerate_config(template, num_processes=processes, deepspeed_config_file=ds_path)
             self.config = {"deepspeed": ds_config}
-        elif self.kind == "fsdp":
+        elif template == "fsdp":
             layers = ",".join(c.__name__ for c in self.setup.built.layer_classes)
-            text = accelerate_config("fsdp", num_processes=processes, mixed_precision=precision, layer_classes=layers)
-        else:
-            text = accelerate_config("ddp", num_processes=processes, mixed_precision=precision)
+            text = accelerate_config(template, num_processes=processes, mixed_precision=precision, layer_classes=layers)
+        elif template == "ddp":
+            text = accelerate_config(template, num_processes=processes, mixed_precision=precision)
+        else:  # TrainParams refuses a strategy without an accelerate config before any rank starts
+            raise ValueError(f"strategy {self.spec.name}: no accelerate plugin for template {template!r} (ddp, fsdp, deepspeed)")
         path = run_dir / "accelerate.yaml"
-        _write_text_atomic(path, text)
+        write_text_atomic(path, text)
         return path
 
     def _accelerator(self, launcher: dict[str, Any]):
@@ -119,21 +118,21 @@ class AccelerateEngine(Strategy):
         return self.accelerator.deepspeed_engine_wrapped.engine
 
     def param_tensors(self):
-        if self.kind in ZERO_STAGES:
-            return zero_param_tensors(self._engine().module, ZERO_STAGES[self.kind])
+        if self.spec.on_deepspeed:
+            return zero_param_tensors(self._engine().module, self.spec.zero_stage)
         return self.model.parameters()
 
     def grad_tensors(self):
-        if self.kind in ZERO_STAGES:
+        if self.spec.on_deepspeed:
             engine = self._engine()
-            return zero_grad_tensors(engine.module, engine.optimizer, ZERO_STAGES[self.kind])
-        if self.kind == "fsdp":
+            return zero_grad_tensors(engine.module, engine.optimizer, self.spec.zero_stage)
+        if self.spec.accelerate == "fsdp":
             return [*super().grad_tensors(), *pending_unsharded_grads(self.model)]
         return super().grad_tensors()
 
     def optimizer_tensors(self):
-        if self.kind in ZERO_STAGES:
-            return zero_optimizer_tensors(self._engine().optimizer, ZERO_STAGES[self.kind])
+        if self.spec.on_deepspeed:
+            return zero_optimizer_tensors(self._engine().optimizer, self.spec.zero_stage)
         return super().optimizer_tensors()
 
     def close(self) -> None:

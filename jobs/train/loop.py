@@ -20,6 +20,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from wirewise import registry
 from wirewise.jobs.failures import memory_now
 from wirewise.jobs.train.data import dataset_classes, make_batches
 from wirewise.jobs.train.flops import datasheet_flops, mfu, peak_flops, train_flops_per_token
@@ -74,7 +75,7 @@ def resolve_precision(asked: str, device) -> str:
 def model_dtype(precision: str, params: TrainParams) -> torch.dtype:
     """bf16 weights where the strategy computes on them directly: pure bf16, and DeepSpeed's bf16
     mode (it keeps its own fp32 master partitions; building in bf16 spares a full fp32 copy)."""
-    if precision == "bf16" or (precision == "bf16-mixed" and params.strategy.startswith("zero")):
+    if precision == "bf16" or (precision == "bf16-mixed" and registry.STRATEGIES[params.strategy].on_deepspeed):
         return torch.bfloat16
     return torch.float32
 

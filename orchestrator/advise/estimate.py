@@ -7,14 +7,15 @@ import re
 from statistics import median
 
 from wirewise.errors import UserError
+from wirewise.nvml import first_gpu_memory
 from wirewise.orchestrator.advise.memory import (
     ACCOUNTINGS,
     GB,
-    STRATEGY_ORDER,
     Calibration,
     StrategyMemory,
     activation_bytes,
     check_choice,
+    dial_order,
     model_state_bytes,
     strategy_memory,
 )
@@ -40,7 +41,7 @@ def estimate(
     """The estimate as the command prints it (--json)."""
     check_choice(accounting, ACCOUNTINGS, "accounting")
     for strategy in strategies or []:
-        check_choice(strategy, STRATEGY_ORDER, "strategy")
+        check_choice(strategy, dial_order(), "strategy")
     check_sizes(gpus, batch_size, seq_len)
     shape = model_shape(model, seq_len)
     memory_gb, memory_source = card_memory(gpu_mem_gb, gpu_name)
@@ -79,7 +80,7 @@ def memory_rows(shape: ModelShape, gpus: int, batch_size: int, accounting: str, 
             shape, strategy, gpus, batch_size, accounting, memory_gb,
             calibration(store, shape, strategy, accounting) if store is not None else None,
         )
-        for strategy in (strategies or STRATEGY_ORDER)
+        for strategy in (strategies or dial_order())
     ]
 
 
@@ -112,21 +113,11 @@ def memory_from_name(name: str) -> float | None:
 
 def probe_memory() -> tuple[float, str] | None:
     """GPU 0's memory through NVML, None where there is no driver or GPU."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # no library, no driver, no GPU: all mean "not probed"
+    found = first_gpu_memory()
+    if found is None:
         return None
-    try:
-        if pynvml.nvmlDeviceGetCount() == 0:
-            return None
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-        total = pynvml.nvmlDeviceGetMemoryInfo(handle).total
-        name = pynvml.nvmlDeviceGetName(handle)
-        return round(total / GB, 1), f"probed ({name if isinstance(name, str) else name.decode()}, NVML)"
-    finally:
-        pynvml.nvmlShutdown()
+    total, name = found
+    return round(total / GB, 1), f"probed ({name}, NVML)"
 
 
 def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Calibration | None:

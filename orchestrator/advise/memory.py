@@ -1,14 +1,13 @@
 """Memory per GPU for each data-parallel strategy: model states by the ZeRO formulas, plus an
 activation estimate, calibrated against measured peaks where the store has them.
 
-Model states (ZeRO paper, arXiv 1910.02054; Psi parameters, N data-parallel ranks):
+Model states come from each strategy's descriptor (wirewise.strategy.StrategySpec.state_bytes:
+its ZeRO stage says what it shards; ZeRO paper, arXiv 1910.02054; Psi parameters, N ranks):
     accounting "zero"    (16 bytes/param: 2 params + 2 grads + 12 fp32 master, momentum,
                           variance, as DeepSpeed keeps them)
         ddp 16 Psi, zero1 4 Psi + 12 Psi/N, zero2 2 Psi + 14 Psi/N, zero3 / fsdp 16 Psi/N
     accounting "article" (12 bytes/param: bf16 params + bf16 grads + fp32 Adam moments, no
                           master copy, as the seed article counts: Mistral-7B ddp ~87 GB)
-Sharding: zero1 shards the optimizer state, zero2 also the gradients, zero3 and fsdp also the
-parameters.
 
 Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 Models"): 34 x tokens x batch x hidden bytes per layer with 16-bit activations and no
@@ -23,8 +22,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from wirewise import registry
 from wirewise.errors import UserError
 from wirewise.orchestrator.advise.params import ModelShape
+from wirewise.strategy import ACCOUNTINGS
 
 GB = 1e9
 # What a job may use of the card: the CUDA context, NCCL buffers and allocator fragmentation
@@ -34,28 +35,10 @@ USABLE_SHARE = 0.9
 ACTIVATION_BYTES_PER_LAYER = 34
 LOGIT_BYTES = 2 + 4
 
-STRATEGY_ORDER = ("ddp", "zero1", "zero2", "zero3", "fsdp")  # least sharded first
-SHARDS = {  # which model states each strategy splits over the ranks
-    "ddp": (),
-    "zero1": ("optimizer",),
-    "zero2": ("optimizer", "grads"),
-    "zero3": ("optimizer", "grads", "params"),
-    "fsdp": ("optimizer", "grads", "params"),
-}
 
-
-@dataclass(frozen=True)
-class Accounting:
-    params: int  # bytes per parameter
-    grads: int
-    optimizer: int
-    about: str
-
-
-ACCOUNTINGS = {
-    "zero": Accounting(2, 2, 12, "16 B/param: 16-bit params and grads, fp32 master copy and Adam moments (ZeRO, DeepSpeed)"),
-    "article": Accounting(2, 2, 8, "12 B/param: bf16 params and grads, fp32 Adam moments, no master copy (the seed article)"),
-}
+def dial_order() -> list[str]:
+    """Every strategy, least sharded first (ddp, zero1, zero2, zero3, fsdp, plug-ins in place)."""
+    return [spec.name for spec in registry.STRATEGIES.by_dial()]
 
 
 @dataclass(frozen=True)
@@ -89,12 +72,7 @@ def check_choice(value: str, choices, what: str) -> str:
 
 def model_state_bytes(params: int, strategy: str, gpus: int, accounting: str) -> dict[str, float]:
     """Bytes per GPU of params, grads and optimizer state under a strategy's sharding."""
-    counts = ACCOUNTINGS[accounting]
-    sharded = SHARDS[strategy]
-    return {
-        part: params * getattr(counts, part) / (gpus if part in sharded else 1)
-        for part in ("params", "grads", "optimizer")
-    }
+    return registry.STRATEGIES[strategy].state_bytes(params, gpus, ACCOUNTINGS[accounting])
 
 
 def activation_bytes(shape: ModelShape, batch_size: int, tokens: int) -> float:

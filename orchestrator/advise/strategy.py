@@ -4,9 +4,10 @@ run, and one recommendation with its reasons.
 Throughput comes from the store's training results on the same wiring (fingerprint) and the
 same set shape where there are any; otherwise from a model of one step:
     compute     6 x params x tokens per GPU / (datasheet bf16 peak x ASSUMED_MFU)
-    gradients   2 bytes per parameter moved by all-reduce (ddp, zero1, zero2: reduce-scatter
-                plus all-gather is the same traffic) or by all-gather twice plus
-                reduce-scatter (zero3, fsdp: 1.5 x), time = bytes x 2(N-1)/N / busbw
+    traffic     the collectives of the strategy's descriptor (wirewise.strategy), bf16 on the
+                wire, at the set's busbw: time = bus bytes / busbw, so 2 bytes x params x
+                2(N-1)/N for ddp's all-reduce, the same for zero1/zero2's reduce-scatter plus
+                all-gather, 1.5 x that for zero3/fsdp's two all-gathers and a reduce-scatter
     a step      max(compute, communication): DDP's buckets and FSDP's prefetch overlap them.
 
 The rules follow the seed article's evidence (docs/facts.md): on a fast wire fsdp is about as
@@ -17,15 +18,17 @@ the least-sharded stage that fits.
 
 from __future__ import annotations
 
-from wirewise.orchestrator.advise.memory import STRATEGY_ORDER, StrategyMemory
+from wirewise import registry
+from wirewise.orchestrator.advise.memory import StrategyMemory, dial_order
 from wirewise.orchestrator.advise.params import ModelShape
 from wirewise.orchestrator.placement.wiring import RING_EFFICIENCY
 from wirewise.topology import hardware
 
 # Share of the datasheet peak a training loop reaches on H200 (docs/facts.md: 35% eager, 46% compiled).
 ASSUMED_MFU = 0.45
-GRAD_BYTES = 2  # bf16 gradients on the wire
-TRAFFIC = {"ddp": 1.0, "zero1": 1.0, "zero2": 1.0, "zero3": 1.5, "fsdp": 1.5}  # x one all-reduce
+# This model's wire: 2-byte elements in every collective (the descriptors also say what each
+# implementation sends at each precision, for a model fitted to measurements).
+WIRE_PRECISION = "bf16"
 
 
 def is_fast_wire(busbw_gbs: float | None, gpu_name: str | None) -> bool:
@@ -43,7 +46,7 @@ def modelled_tokens_per_s(shape: ModelShape, strategy: str, gpus: int, batch_siz
     compute_s = 6.0 * shape.params * tokens / (peak[1] * 1e12 * ASSUMED_MFU)
     comm_s = 0.0
     if gpus > 1 and busbw_gbs:
-        comm_s = TRAFFIC[strategy] * GRAD_BYTES * shape.params * 2 * (gpus - 1) / gpus / (busbw_gbs * 1e9)
+        comm_s = registry.STRATEGIES[strategy].bus_bytes(shape.params, gpus, WIRE_PRECISION) / (busbw_gbs * 1e9)
     return round(gpus * tokens / max(compute_s, comm_s))
 
 
@@ -98,10 +101,10 @@ def _recommend(rows: list[dict], gpus: int, fast: bool, busbw_gbs: float | None)
     if gpus == 1:
         return names[0], reasons + ["one GPU: nothing to shard over"]
     wire = f"{busbw_gbs:g} GB/s predicted busbw" if busbw_gbs is not None else "unknown busbw"
-    if fast and "fsdp" in names:
+    if fast and "fsdp" in names:  # the article's measurement of fsdp itself, not of its place on the dial
         return "fsdp", reasons + [f"fast wire ({wire}): fsdp is about as fast as ddp and uses far less memory"]
-    first = next(name for name in STRATEGY_ORDER if name in names)
-    why = "ddp fits" if first == "ddp" else f"{first} is the least-sharded stage that fits"
+    first = next(name for name in dial_order() if name in names)
+    why = f"{first} fits" if not registry.STRATEGIES[first].shards else f"{first} is the least-sharded stage that fits"
     if fast:
         return first, reasons + [f"fast wire ({wire}): {why}"]
     return first, reasons + [f"slow wire ({wire}): sharding traffic costs most here; {why}"]

@@ -2,21 +2,19 @@
 
     spec.py    the spec (pydantic; errors name the field path)
     plan.py    spec x a node's wiring -> tasks on exact GPUs, and what was skipped and why
-    submit.py  tasks -> bundles -> submitit job arrays (or runs here)
+    submit.py  tasks -> bundles -> arrays, with the job each element asks for
     bundle.py  what an array element runs on the compute node
     folder.py  the campaign folder both sides read and write
     track.py   status, collect, resume
 
+Where the elements run is the executor's (wirewise.orchestrator.executor: local, slurm, ...).
 The flows the CLI calls are below; each takes a Store and plain values and returns data.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wirewise.errors import UserError
 
@@ -28,8 +26,9 @@ if TYPE_CHECKING:  # the package is imported by every campaign command: keep it 
 
 def target_topology(spec: CampaignSpec, topology_file: str | None, node: str | None, db: str | None) -> Topology | None:
     """The wiring to plan on: a saved `nvidia-smi topo -m`, a stored node, the stored wiring
-    the spec's target.fingerprint names, or (local executor) this machine; None: no GPU here,
-    so CPU ranks."""
+    the spec's target.fingerprint names, or (an executor that runs here) this machine; None: no
+    GPU here, so CPU ranks."""
+    from wirewise.orchestrator.executor import executor_named
     from wirewise.topology import read_topology
 
     if topology_file and node:
@@ -41,7 +40,7 @@ def target_topology(spec: CampaignSpec, topology_file: str | None, node: str | N
         from wirewise.orchestrator.store.topology import load_topology
 
         return load_topology(Store(db), node=node, fingerprint=None if node else spec.target.fingerprint)
-    if spec.target.executor == "slurm":
+    if not executor_named(spec.target.executor).runs_here:
         raise UserError("which nodes does this campaign run on? Plan on their wiring: --topology-file FILE "
                         "(`nvidia-smi topo -m` of one), --node NAME (stored with `topo save`), or target.fingerprint")
     try:
@@ -69,82 +68,112 @@ def campaign_folder(spec: CampaignSpec) -> Path:
     return folder.expanduser().resolve()
 
 
-def submission_for(spec: CampaignSpec, gpus_per_node: int | None, runs, executor: str, dry_run: bool = False):
-    """The bundles and arrays for these runs. A dry run off the cluster (no Slurm to ask for
-    MaxArraySize) assumes Slurm's default and says so in the submission's parameters."""
-    from wirewise.orchestrator.campaign.submit import prepare
+def submission_for(spec: CampaignSpec, gpus_per_node: int | None, runs, executor: str, root: Path,
+                   dry_run: bool = False):
+    """The bundles and arrays for these runs, and the job each element asks for (checked here,
+    before anything is recorded)."""
+    from wirewise.orchestrator.campaign.submit import job_request, prepare
+    from wirewise.orchestrator.executor import executor_named
 
-    target = spec.target.model_copy(update={"executor": executor})
-    max_array = None
-    if executor == "slurm":
-        from wirewise.orchestrator.slurm.cluster import DEFAULT_MAX_ARRAY_SIZE, max_array_size
+    request = job_request(spec.target, spec.name, gpus_per_node, root)
+    return prepare(runs, spec.target, request, executor_named(executor), dry_run)
 
-        try:
-            max_array = max_array_size()
-        except UserError:
-            if not dry_run:
-                raise
-            max_array = DEFAULT_MAX_ARRAY_SIZE
-    submission = prepare(runs, target, spec.name, gpus_per_node, max_array)
-    if max_array:
-        submission.max_array_size = max_array
-    return submission
+
+# Where to change what Slurm refused, in the spec's terms (after its reason and what was asked).
+REFUSED_CAMPAIGN = ("change the spec's target (partition, constraint, nodelist, nodes, time) or plan on the wiring "
+                    "of the nodes it runs on (--topology-file or --node)")
 
 
 def submit_spec(store, spec: CampaignSpec, plan: Plan, executor: str, on_task=None) -> dict[str, Any]:
-    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local).
-    The folder is claimed right after the record (a name taken is said first): when it cannot
-    be (not empty, not creatable), the record goes again and the folder is as it was."""
-    from wirewise.orchestrator.campaign.folder import write_campaign
+    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local). The
+    folder is claimed right after the record (a name taken is said first). When the folder
+    cannot be claimed (not empty, another campaign's, not creatable) or the executor refuses the
+    submission, nothing stays recorded or written: the same spec can be submitted again once
+    its target is fixed."""
+    from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
+    from wirewise.orchestrator.executor.core import SubmissionRefused
     from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
 
     if not plan.tasks:
         raise UserError(f"campaign {spec.name!r} has no task to run: every combination was skipped (see `campaign plan`)")
     gpus = plan.topology.gpus if plan.topology is not None else None
-    submission = submission_for(spec, gpus, [(t.spec.task_id, 1) for t in plan.tasks], executor)
     root = campaign_folder(spec)
+    submission = submission_for(spec, gpus, [(t.spec.task_id, 1) for t in plan.tasks], executor, root)
     doc = spec.model_dump(mode="json", exclude_unset=True)
     create_campaign(store, spec.name, doc, str(root), executor, plan.tasks)
     try:
-        write_campaign(root, spec.name, doc, plan.to_json(), [task.spec for task in plan.tasks])
+        made_root = write_campaign(root, spec.name, doc, plan.to_json(), [task.spec for task in plan.tasks])
     except BaseException:
         forget_campaign(store, spec.name)
         raise
-    return dispatch(store, spec.name, submission, root, executor, on_task)
+    try:
+        return dispatch(store, spec.name, submission, root, executor, on_task)
+    except SubmissionRefused as exc:
+        forget_campaign(store, spec.name)
+        CampaignFolder(root).remove_written([t.spec.task_id for t in plan.tasks], whole=made_root)
+        raise UserError(f"campaign {spec.name}: {exc}; {REFUSED_CAMPAIGN}. Nothing was recorded") from None
 
 
 def dispatch(store, name: str, submission, root: Path, executor: str, on_task=None) -> dict[str, Any]:
-    """Send a submission's bundles on their way and record where each task went; the local
-    executor runs them here, then collects."""
-    from wirewise.orchestrator.campaign.submit import run_here, submit_to_slurm
-    from wirewise.orchestrator.campaign.track import LOCAL_PID, collect_campaign
+    """Send a submission's bundles on their way, recording where each task went before it can
+    start; an executor that runs here runs them now, then collects. When one array is refused,
+    the arrays already sent are cancelled, and SubmissionRefused goes up."""
+    from wirewise.orchestrator.campaign.bundle import Bundle
+    from wirewise.orchestrator.campaign.track import collect_campaign
+    from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.executor.core import SubmissionRefused
     from wirewise.orchestrator.store.campaigns import set_submitted
 
-    if executor == "slurm":
-        elements = submit_to_slurm(submission, root)
-        arrays = sorted({element.split("_")[0] for element in elements.values()})
-        set_submitted(store, name, {tid: (i, elements[i]) for i, b in enumerate(submission.bundles) for tid, _ in b}, arrays)
-        return {"campaign": name, "executor": executor, "folder": str(root), "arrays": arrays, **submission.to_json()}
-    set_submitted(store, name, {tid: (i, None) for i, b in enumerate(submission.bundles) for tid, _ in b}, [])
-    pid_file = root / LOCAL_PID
-    pid_file.write_text(str(os.getpid()))
+    runner = executor_named(executor)
+    ran: dict[str, str] = {}
+
+    def on_each(task_id: str, status: str) -> None:
+        ran[task_id] = status
+        if on_task is not None:
+            on_task(task_id, status)
+
+    bundle = Bundle(on_each if runner.runs_here else None)  # a callback cannot travel to a node
+    sent: list[str] = []
+    arrays: list[str] = []
+
+    def record(indices: range):
+        def on_submitted(submitted) -> None:
+            placed = {tid: (i, element) for i, element in zip(indices, submitted.elements) for tid, _ in submission.bundles[i]}
+            set_submitted(store, name, placed, [submitted.array] if submitted.array else [])
+            sent.extend(submitted.elements)
+            arrays.extend([submitted.array] if submitted.array else [])
+        return on_submitted
+
     try:
-        ran = run_here(submission, root, on_task)
-    finally:
-        pid_file.unlink(missing_ok=True)
+        for indices in submission.arrays:
+            elements = [(str(root), submission.bundles[i]) for i in indices]
+            runner.submit(submission.request, bundle, elements, record(indices), until=_cancelled)
+    except SubmissionRefused:
+        if sent:
+            runner.cancel(sent)
+        raise
+    if not runner.runs_here:
+        return {"campaign": name, "executor": executor, "folder": str(root), "arrays": sorted(arrays), **submission.to_json()}
     collected, status = collect_campaign(store, name)
     return {"campaign": name, "executor": executor, "folder": str(root), "ran": len(ran),
-            "stored_records": collected.new, "counts": status.counts, "interrupted": "cancelled" in ran.values(),
+            "stored_records": collected.new, "counts": status.counts, "interrupted": _cancelled(ran),
             **submission.to_json()}
+
+
+def _cancelled(ran: dict[str, str]) -> bool:
+    """A bundle that ended with a cancelled task (Ctrl-C, SIGTERM) ends the run here."""
+    return "cancelled" in ran.values()
 
 
 def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_task=None) -> dict[str, Any]:
     """Submit again exactly the tasks that are missing, failed, cancelled or timed out (and oom
-    when asked), each as its next attempt, up to max_attempts runs per task."""
+    when asked), each as its next attempt, up to max_attempts runs per task. When the executor
+    refuses, the tasks keep the statuses and attempts they had."""
     from wirewise.orchestrator.campaign.folder import missing_task_specs, read_plan_node
     from wirewise.orchestrator.campaign.spec import parse_spec
     from wirewise.orchestrator.campaign.track import collect_campaign, to_retry
-    from wirewise.orchestrator.store.campaigns import set_statuses
+    from wirewise.orchestrator.executor.core import SubmissionRefused
+    from wirewise.orchestrator.store.campaigns import set_statuses, set_submitted
 
     _, status = collect_campaign(store, name)
     info = status.campaign
@@ -162,9 +191,17 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
         raise UserError(f"campaign folder {info.folder} has lost the spec.json of {len(lost)} task(s) to resubmit "
                         f"({lost[0]}, ...); the stored results are kept; `wirewise campaign forget {name}` removes "
                         "the campaign's records, to submit it again")
-    submission = submission_for(spec, node.get("gpus"), retry, info.executor)
-    set_statuses(store, {tid: "pending" for tid, _ in retry}, {tid: attempt for tid, attempt in retry})
-    return {**summary, **dispatch(store, name, submission, Path(info.folder), info.executor, on_task)}
+    submission = submission_for(spec, node.get("gpus"), retry, info.executor, Path(info.folder))
+    retried = dict(retry)
+    before = [t for t in status.stored if t.task_id in retried]  # where each task was sent, its attempts
+    statuses = {t.task_id: t.status for t in status.tasks if t.task_id in retried}  # as collect just stored them
+    set_statuses(store, {tid: "pending" for tid in retried}, retried)
+    try:
+        return {**summary, **dispatch(store, name, submission, Path(info.folder), info.executor, on_task)}
+    except SubmissionRefused as exc:
+        set_statuses(store, statuses, {t.task_id: t.attempts for t in before})
+        set_submitted(store, name, {t.task_id: (t.bundle, t.element) for t in before}, [])
+        raise UserError(f"campaign {name}: {exc}; {REFUSED_CAMPAIGN}. Its tasks are as they were") from None
 
 
 def forget(store, name: str, remove_results: bool) -> dict[str, Any]:
@@ -187,24 +224,11 @@ def forget(store, name: str, remove_results: bool) -> dict[str, Any]:
 
 
 def cancel_campaign(store, name: str) -> dict[str, Any]:
-    """scancel every array of the campaign still in Slurm, or stop the local run."""
-    import signal
-
-    from wirewise.orchestrator.campaign.folder import CampaignFolder
-    from wirewise.orchestrator.campaign.track import LOCAL_PID, campaign_status
+    """Stop every element of the campaign still pending or running (scancel its arrays, or stop
+    the run here)."""
+    from wirewise.orchestrator.campaign.track import campaign_status
+    from wirewise.orchestrator.executor import executor_named
 
     status = campaign_status(store, name)
-    info = status.campaign
-    if info.executor == "slurm":
-        from wirewise.orchestrator.slurm.cluster import cancel
-
-        live = sorted({t.element.split("_")[0] for t in status.tasks if t.status in ("running", "pending") and t.element})
-        cancel(live)
-        return {"campaign": name, "cancelled_arrays": live}
-    pid_file = CampaignFolder(Path(info.folder)).root / LOCAL_PID
-    try:
-        pid = int(pid_file.read_text())
-        os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError):
-        return {"campaign": name, "cancelled_arrays": [], "note": "no local run is going"}
-    return {"campaign": name, "stopped_local_run": pid}
+    live = [t.element for t in status.tasks if t.status in ("running", "pending") and t.element]
+    return {"campaign": name, **executor_named(status.campaign.executor).cancel(live)}

@@ -5,9 +5,11 @@ A bundle is a list of (task id, attempt). A task is skipped when a run of that a
 later one has finished (its result file exists, whatever its status), so a requeued bundle
 (preemption: submitit calls `checkpoint`, which resubmits the same bundle) measures nothing
 twice and loses nothing. A run cut short (preempted, node lost) runs again as the next attempt.
+A multi-node task's element runs this on each of its nodes; they agree on one attempt (the
+job step claims it, CampaignFolder.claim_attempt) and node 0 writes the outcome.
 A cancelled task (scancel's SIGTERM, Ctrl-C) ends the bundle: the rest do not start.
 
-The local executor calls the same `run_bundle`; on Slurm, submitit pickles `Bundle`.
+Every executor runs `Bundle`: the local one here, in this process; on Slurm, submitit pickles it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ OnTask = Callable[[str, str], None]  # (task id, status) after each task
 
 def run_bundle(folder: str | Path, runs: list[Run], on_task: OnTask | None = None) -> dict[str, str]:
     """Run the bundle's tasks here; returns {task id: status} of what it ran."""
-    from wirewise.jobs.launch import run_task
+    from wirewise.jobs.launch import RESULT_FILE, run_task, step_key
 
     campaign = CampaignFolder(Path(folder))
     ran: dict[str, str] = {}
@@ -36,11 +38,11 @@ def run_bundle(folder: str | Path, runs: list[Run], on_task: OnTask | None = Non
         outcome = campaign.outcome(task_id)
         if outcome is not None and outcome["attempt"] >= attempt:
             continue  # finished before a requeue
-        attempt = max(attempt, campaign.attempts(task_id) + 1)
+        attempt = campaign.claim_attempt(task_id, attempt, step_key(os.environ))
         spec = campaign.read_task(task_id)
         spec = spec.model_copy(update={"attempt": attempt, "device_ids": device_ids(spec.gpus, os.environ)})
         result = run_task(spec, campaign.attempt_dir(task_id, attempt))
-        if not result.exists():
+        if result.name != RESULT_FILE:
             continue  # another node of a multi-node task: node 0 writes the result
         status = json.loads(result.read_text())["status"]
         campaign.write_outcome(task_id, status, attempt)
@@ -54,7 +56,11 @@ def run_bundle(folder: str | Path, runs: list[Run], on_task: OnTask | None = Non
 
 class Bundle(submitit.helpers.Checkpointable):
     """What an array element runs. Checkpointable: on preemption (or the time-limit warning),
-    submitit resubmits the same call, and run_bundle skips what finished."""
+    submitit resubmits the same call, and run_bundle skips what finished. `on_task` is for an
+    executor that runs bundles in this process (a progress bar); none travels to a node."""
+
+    def __init__(self, on_task: OnTask | None = None) -> None:
+        self.on_task = on_task
 
     def __call__(self, folder: str, runs: list[Run]) -> dict[str, str]:
-        return run_bundle(folder, runs)
+        return run_bundle(folder, runs, self.on_task)

@@ -4,9 +4,10 @@ as they run. It lives on storage both see (for Slurm, a shared file system).
     FOLDER/spec.yaml                      the spec as submitted
     FOLDER/plan.json                      the plan (`campaign plan --json`)
     FOLDER/tasks/TASK/spec.json           the task (wirewise.task.TaskSpec)
+    FOLDER/tasks/TASK/attemptN.claim      which run took attempt N (the Slurm step, wirewise.jobs.launch.step_key)
     FOLDER/tasks/TASK/attemptN/           run folder of the N-th run: rank logs, result.json
     FOLDER/tasks/TASK/outcome.json        {"status", "attempt"} of the latest finished run
-    FOLDER/submitit/                      submitit's pickles and job logs
+    FOLDER/submitit/                      submitit's pickles and job logs (the Slurm executor's)
 
 A task is done when its latest attempt wrote result.json, whatever its status; outcome.json
 is a few bytes written right after, so `campaign status` reads it instead of results that
@@ -24,6 +25,8 @@ import json
 import os
 import re
 import shutil
+import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
 
 RESULT = "result.json"
 OUTCOME = "outcome.json"
+CLAIM = ".claim"
 PLAN = "plan.json"
 SPEC = "spec.yaml"
 TASKS = "tasks"
@@ -63,11 +67,38 @@ class CampaignFolder:
         return TaskSpec.model_validate_json((self.task_dir(task_id) / "spec.json").read_text())
 
     def attempts(self, task_id: str) -> int:
-        """How many runs of the task have started (attempt folders present)."""
+        """How many runs of the task have started (attempts claimed, or their folders present)."""
         try:
             return _latest_attempt(os.listdir(self.task_dir(task_id)))
         except FileNotFoundError:
             return 0
+
+    def claim_attempt(self, task_id: str, at_least: int, step: str | None) -> int:
+        """The attempt this run of the task is: the first from `at_least` after every attempt
+        already started, and the same one on every node of one Slurm step (`step`; None: a run
+        of its own). The first node to get here claims it with an exclusive hard link (atomic
+        on local and NFS file systems alike); the others find their step's claim and join it."""
+        folder = self.task_dir(task_id)
+        step = step or f"local-{uuid.uuid4().hex}"
+        names = os.listdir(folder)
+        for name in names:
+            if name.startswith("attempt") and name.endswith(CLAIM) and _claim_owner(folder / name) == step:
+                return int(name[len("attempt") : -len(CLAIM)])
+        attempt = max(at_least, _latest_attempt(names) + 1)
+        note = folder / f".claim-{uuid.uuid4().hex}"
+        note.write_text(step)
+        try:
+            while True:
+                claim = folder / f"attempt{attempt}{CLAIM}"
+                try:
+                    os.link(note, claim)
+                    return attempt
+                except FileExistsError:
+                    if _claim_owner(claim) == step:
+                        return attempt
+                    attempt += 1
+        finally:
+            note.unlink()
 
     def attempt_dir(self, task_id: str, attempt: int) -> Path:
         return self.task_dir(task_id) / f"attempt{attempt}"
@@ -77,6 +108,20 @@ class CampaignFolder:
 
     def write_outcome(self, task_id: str, status: str, attempt: int) -> None:
         write_json_atomic(self.task_dir(task_id) / OUTCOME, {"status": status, "attempt": attempt})
+
+    def remove_written(self, task_ids: list[str], whole: bool) -> None:
+        """Undo a submission that did not go out: the whole folder when it was made for it,
+        else only what the submission wrote (spec, plan, these tasks' folders)."""
+        if whole:
+            shutil.rmtree(self.root, ignore_errors=True)
+            return
+        for name in ("spec.yaml", "plan.json"):
+            (self.root / name).unlink(missing_ok=True)
+        for task_id in task_ids:
+            shutil.rmtree(self.task_dir(task_id), ignore_errors=True)
+        for empty in (self.root / "tasks", self.root / "submitit"):
+            with suppress(OSError):
+                empty.rmdir()
 
     def outcome(self, task_id: str) -> dict | None:
         """The latest run's {"status", "attempt"} once it finished, else None. A run that wrote its
@@ -136,29 +181,25 @@ def claim_folder(root: Path, name: str) -> bool:
     return True
 
 
-def write_campaign(root: Path, name: str, spec_doc: dict[str, Any], plan_doc: dict[str, Any], tasks) -> None:
-    """The new campaign's folder: claimed (claim_folder), then its spec, plan and task specs.
-    When any of it fails (a full disk, Ctrl-C) what was written goes again, so the folder is
-    as it was: missing, or empty."""
+def write_campaign(root: Path, name: str, spec_doc: dict[str, Any], plan_doc: dict[str, Any], tasks) -> bool:
+    """The new campaign's folder: claimed (claim_folder), then its spec, plan and task specs;
+    returns whether the folder was made for it. When any of it fails (a full disk, Ctrl-C)
+    what was written goes again (CampaignFolder.remove_written): missing, or empty, as it was."""
     import yaml
 
     created = claim_folder(root, name)
+    folder = CampaignFolder(root)
     try:
         (root / SPEC).write_text(yaml.safe_dump(spec_doc, sort_keys=False))
         write_json_atomic(root / PLAN, plan_doc)
-        folder = CampaignFolder(root)
         for task in tasks:
             folder.write_task(task)
     except BaseException as exc:
-        if created:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            (root / SPEC).unlink(missing_ok=True)
-            (root / PLAN).unlink(missing_ok=True)
-            shutil.rmtree(root / TASKS, ignore_errors=True)
+        folder.remove_written([task.task_id for task in tasks], whole=created)
         if isinstance(exc, OSError):
             raise UserError(f"cannot write campaign folder {root}: {exc.strerror}; nothing recorded") from None
         raise
+    return created
 
 
 def plan_owner(root: Path) -> str | None:
@@ -205,4 +246,13 @@ def read_plan_node(root: Path) -> dict[str, Any]:
 
 
 def _latest_attempt(names: list[str]) -> int:
-    return max((int(name[7:]) for name in names if name.startswith("attempt") and name[7:].isdigit()), default=0)
+    """The highest N of attemptN folders and attemptN.claim files."""
+    numbers = (name[7:].removesuffix(CLAIM) for name in names if name.startswith("attempt"))
+    return max((int(n) for n in numbers if n.isdigit()), default=0)
+
+
+def _claim_owner(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None

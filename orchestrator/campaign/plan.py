@@ -17,6 +17,7 @@ from typing import Any
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.campaign.spec import CampaignSpec, Workload
+from wirewise.ranges import format_ranges
 from wirewise.task import KEY_FIELDS, TaskSpec, canonical_key_text, key_with_repeat
 from wirewise.topology import Topology
 from wirewise.workloads import Ranks
@@ -164,20 +165,8 @@ def _not_twice(placed: tuple[list[int], str], planned: dict[tuple[int, ...], str
     gpus, name = placed
     first = planned.setdefault(tuple(gpus), name)
     if first != name and gpus:
-        return f"the same GPUs as placement {first} ({_ranges(gpus)}): measured there"
+        return f"the same GPUs as placement {first} ({format_ranges(gpus)}): measured there"
     return placed
-
-
-def _ranges(gpus: list[int]) -> str:
-    """[0, 1, 2, 3, 6] -> '0-3,6'."""
-    parts, start = [], None
-    for i, gpu in enumerate(gpus):
-        if start is None:
-            start = gpu
-        if i + 1 == len(gpus) or gpus[i + 1] != gpu + 1:
-            parts.append(f"{start}-{gpu}" if gpu > start else str(gpu))
-            start = None
-    return ",".join(parts)
 
 
 def _asked(k: int | None, placement) -> int | list[int] | str:

@@ -12,8 +12,9 @@ target: {executor: slurm, partition: gpu, fabric: nvlink-groups, time: "01:00:00
 
 Validated by pydantic with unknown keys refused; every error names its field path
 (`workloads[1].train.strategies[2]: 'zero4' is not one of ddp, fsdp, zero1, zero2, zero3`).
-Strings that Slurm reads (names, partition, account, ...) are held to Slurm's own character
-sets: submitit writes them into `#SBATCH` lines, so a newline or a `$(...)` must never pass.
+Strings that Slurm reads (names, partition, account, folder, ...) are held to Slurm's own
+character sets (wirewise.orchestrator.slurm.values, the same that every job request is held
+to): submitit writes them into `#SBATCH` lines, so a newline or a `$(...)` must never pass.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from wirewise.errors import UserError, field_path
 from wirewise.limits import (
     MAX_NESTING, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_SPEC_BYTES, MAX_TASKS, MAX_TIME_MIN, read_bounded, too_deep,
 )
+from wirewise.orchestrator.executor import EXECUTORS
+from wirewise.orchestrator.slurm.values import CONSTRAINT, FOLDER, NAME, NODELIST, TIME, WORD, Pattern
 from wirewise.models import check_model_name
 from wirewise.registry import StrategyName
 from wirewise.topology.classify import FABRICS
@@ -39,23 +42,25 @@ Strict = ConfigDict(extra="forbid")
 PLACEMENTS = ("packed", "spread", "all")
 
 
-def _pattern(regex: str, what: str):
-    compiled = re.compile(regex)
+def _held_to(pattern: Pattern):
+    """A pydantic check by one of Slurm's character sets (wirewise.orchestrator.slurm.values)."""
 
     def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"{value!r} is not {what}")
+        if not pattern.regex.fullmatch(value):
+            raise ValueError(f"{value!r} is not {pattern.what}")
         return value
 
     return AfterValidator(check)
 
 
-Name = Annotated[str, _pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "a name of letters, digits, '.', '_' and '-' (at most 64)")]
-SlurmWord = Annotated[str, _pattern(r"[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*", "a Slurm name (letters, digits, '.', '_', '-', commas)")]
-Constraint = Annotated[str, _pattern(r"[A-Za-z0-9._&|,*\[\]()!:-]+", "a Slurm --constraint expression (features joined by & | , [ ] *)")]
-NodeList = Annotated[str, _pattern(r"[A-Za-z0-9._,\[\]-]+", "a Slurm node list such as gpu[01-04],gpu07")]
-SlurmTime = Annotated[str, _pattern(r"(\d{1,6}-)?\d{1,9}(:\d{1,2}){0,2}", "a Slurm time limit: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]")]
-Fingerprint = Annotated[str, _pattern(r"[0-9a-f]{6,64}", "a fingerprint or a prefix of at least 6 hex digits")]
+Name = Annotated[str, _held_to(NAME)]
+SlurmWord = Annotated[str, _held_to(WORD)]
+Constraint = Annotated[str, _held_to(CONSTRAINT)]
+NodeList = Annotated[str, _held_to(NODELIST)]
+SlurmTime = Annotated[str, _held_to(TIME)]
+Folder = Annotated[str, _held_to(FOLDER)]
+ExecutorName = Annotated[str, AfterValidator(lambda v: _one_of(v, sorted(EXECUTORS)))]
+Fingerprint = Annotated[str, _held_to(Pattern(re.compile(r"[0-9a-f]{6,64}"), "a fingerprint or a prefix of at least 6 hex digits"))]
 Fabric = Annotated[str, AfterValidator(lambda v: _one_of(v, FABRICS))]
 ModelName = Annotated[str, AfterValidator(lambda v: _checked_model(v))]
 
@@ -190,7 +195,7 @@ class Target(BaseModel):
     `tasks_per_element` tasks one after another on their planned GPUs."""
 
     model_config = Strict
-    executor: Literal["local", "slurm"] = "local"
+    executor: ExecutorName = "local"  # a name of wirewise.orchestrator.executor.EXECUTORS
     partition: SlurmWord | None = None
     account: SlurmWord | None = None
     qos: SlurmWord | None = None
@@ -204,15 +209,7 @@ class Target(BaseModel):
     nodes: int = Field(1, ge=1, le=MAX_NODES)  # nodes per task: more than 1 runs each task as one multi-node job
     backend: Literal["nccl", "gloo"] | None = None  # default: nccl on GPUs, gloo on CPU ranks
     timeout_s: float = Field(3600.0, gt=0, le=MAX_TIME_MIN * 60, allow_inf_nan=False)  # per task, enforced by the supervisor
-    folder: str | None = None  # campaign folder (shared storage for Slurm); default $WIREWISE_RUNS/campaigns/NAME
-
-    @field_validator("folder")
-    @classmethod
-    def _plain_path(cls, value: str | None) -> str | None:
-        """submitit writes the folder into its sbatch script: no character a shell would act on."""
-        if value is not None and not re.fullmatch(r"[\w./~+@%=, -]+", value):
-            raise ValueError(f"{value!r} is not a plain path (letters, digits, / . _ - ~ + @ % = , and spaces)")
-        return value
+    folder: Folder | None = None  # campaign folder (shared storage for Slurm); default $WIREWISE_RUNS/campaigns/NAME
 
     @field_validator("time")
     @classmethod

@@ -1,12 +1,13 @@
-"""Stage "submit": a plan into bundles, bundles into submitit job arrays (or runs here).
+"""Stage "submit", for campaigns: a plan into bundles, bundles into arrays, with the job every
+element asks for; the executor (wirewise.orchestrator.executor) sends them.
 
 Benchmarks need the node to themselves and the GPUs they were planned for, so an array
 element holds a whole node (exclusive, every GPU, all its memory) and runs a bundle of
 `target.tasks_per_element` tasks one after another (wirewise.orchestrator.campaign.bundle). A
 multi-node task is an element of its own, on `target.nodes` nodes with one supervisor each.
-Arrays are split into chunks of at most MaxArraySize elements, each numbered from 0 (the
-limit is on the index). No user string reaches a shell: submitit gets an argument list and
-its #SBATCH values were held to Slurm's character sets by the spec.
+Arrays are split into chunks of at most the executor's array limit (Slurm's MaxArraySize),
+each numbered from 0 (the limit is on the index). No user string reaches a shell: submitit
+gets an argument list, and the job request holds its values to Slurm's character sets.
 """
 
 from __future__ import annotations
@@ -17,16 +18,24 @@ from typing import Any
 
 from wirewise.orchestrator.campaign.bundle import Run
 from wirewise.orchestrator.campaign.spec import Target
+from wirewise.orchestrator.executor.core import Executor, JobRequest
+
+# What a person wrote for each value of the job request: errors name it.
+SPEC_LABELS = {"name": "name", "time_min": "target.time", "nodes": "target.nodes", "partition": "target.partition",
+               "account": "target.account", "qos": "target.qos", "constraint": "target.constraint",
+               "nodelist": "target.nodelist", "parallelism": "target.array_parallelism",
+               "folder": "the campaign folder (target.folder, or under WIREWISE_RUNS)"}
 
 
 @dataclass
 class Submission:
-    """What one submission sends: bundles, split into arrays, with the Slurm parameters."""
+    """What one submission sends: bundles, split into arrays, with the executor's parameters."""
 
     bundles: list[list[Run]]
     arrays: list[range]  # bundle indices per array (each array's elements are numbered from 0)
-    parameters: dict[str, Any]  # submitit's update_parameters (empty for the local executor)
-    max_array_size: int | None = None  # Slurm's limit the arrays were split by
+    parameters: dict[str, Any]  # the executor's own form of the request (submitit's update_parameters)
+    request: JobRequest
+    max_array_size: int | None = None  # the limit the arrays were split by
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,24 +52,15 @@ def make_bundles(runs: list[Run], target: Target) -> list[list[Run]]:
     return [runs[i : i + size] for i in range(0, len(runs), size)]
 
 
-def slurm_parameters(target: Target, name: str, gpus_per_node: int | None) -> dict[str, Any]:
-    """submitit parameters for an element that holds whole nodes."""
+def job_request(target: Target, name: str, gpus_per_node: int | None, root: Path) -> JobRequest:
+    """The job every element of the campaign asks for: whole nodes of the target."""
     constraint = "&".join(c for c in (target.constraint, target.fabric, fingerprint_feature(target.fingerprint)) if c)
-    parameters: dict[str, Any] = {
-        "name": f"wirewise-{name}",
-        "timeout_min": target.time_minutes,
-        "nodes": target.nodes,
-        "tasks_per_node": 1,
-        "slurm_exclusive": True,
-        "mem_gb": 0,  # with --exclusive, all of the node's memory (not the per-CPU default)
-        "slurm_array_parallelism": target.array_parallelism,
-    }
-    if gpus_per_node:
-        parameters["gpus_per_node"] = gpus_per_node  # --exclusive alone leaves CUDA_VISIBLE_DEVICES unset
-    optional = {"slurm_partition": target.partition, "slurm_account": target.account, "slurm_qos": target.qos,
-                "slurm_constraint": constraint or None, "slurm_nodelist": target.nodelist}
-    parameters.update({k: v for k, v in optional.items() if v})
-    return parameters
+    return JobRequest(
+        folder=root / "submitit", name=f"wirewise-{name}", time_min=target.time_minutes, nodes=target.nodes,
+        tasks_per_node=1, whole_node=True, gpus_per_node=gpus_per_node or None, partition=target.partition,
+        account=target.account, qos=target.qos, constraint=constraint or None, nodelist=target.nodelist,
+        parallelism=target.array_parallelism, labels=SPEC_LABELS,
+    )
 
 
 def fingerprint_feature(fingerprint: str | None) -> str | None:
@@ -68,39 +68,9 @@ def fingerprint_feature(fingerprint: str | None) -> str | None:
     return f"fp-{fingerprint[:12]}" if fingerprint else None
 
 
-def prepare(runs: list[Run], target: Target, name: str, gpus_per_node: int | None, max_array: int | None) -> Submission:
+def prepare(runs: list[Run], target: Target, request: JobRequest, executor: Executor, dry_run: bool = False) -> Submission:
     bundles = make_bundles(runs, target)
-    if target.executor == "local":
-        return Submission(bundles, [range(len(bundles))], {})
-    step = max_array or len(bundles) or 1
+    limit = executor.array_limit(dry_run)
+    step = limit or len(bundles) or 1
     arrays = [range(i, min(i + step, len(bundles))) for i in range(0, len(bundles), step)]
-    return Submission(bundles, arrays, slurm_parameters(target, name, gpus_per_node))
-
-
-def submit_to_slurm(submission: Submission, folder: Path) -> dict[int, str]:
-    """Submit every array; returns {bundle index: array element id (ARRAY_INDEX)}."""
-    import submitit
-
-    from wirewise.orchestrator.campaign.bundle import Bundle
-
-    executor = submitit.AutoExecutor(folder=folder / "submitit", cluster="slurm")
-    executor.update_parameters(**submission.parameters)
-    elements: dict[int, str] = {}
-    for array in submission.arrays:
-        chunk = [submission.bundles[i] for i in array]
-        jobs = executor.map_array(Bundle(), [str(folder)] * len(chunk), chunk)
-        elements.update({index: job.job_id for index, job in zip(array, jobs)})
-    return elements
-
-
-def run_here(submission: Submission, folder: Path, on_task=None) -> dict[str, str]:
-    """The local executor: the same bundles, on this machine, one task at a time. Stops at the
-    first cancelled task (Ctrl-C)."""
-    from wirewise.orchestrator.campaign.bundle import run_bundle
-
-    ran: dict[str, str] = {}
-    for bundle in submission.bundles:
-        ran.update(run_bundle(folder, bundle, on_task))
-        if "cancelled" in ran.values():
-            break
-    return ran
+    return Submission(bundles, arrays, executor.parameters(request), request, limit)

@@ -2,11 +2,11 @@
 not, cancelling.
 
 A task's state comes from its folder first (the outcome its last run wrote: ok, oom, failed,
-timeout, cancelled) and, for tasks still without one, from its array element's Slurm state:
-one sacct call per poll for the whole campaign, never one per task and never submitit's
-`job.state` in a loop. An element that ended without the task's outcome left it `cancelled`
-(scancel), `timeout` (the time limit), or `missing` (the node or the job died); the local
-executor's unfinished tasks are `missing` once no local run is going.
+timeout, cancelled) and, for tasks still without one, from its element's state as the
+campaign's executor reports it: one query per poll for the whole campaign (for Slurm, one sacct
+call), never one per task and never submitit's `job.state` in a loop. An element that ended
+without the task's outcome left it `cancelled` (scancel), `timeout` (the time limit), or
+`missing` (the node, the job or the local run died).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from wirewise.orchestrator.store.campaigns import CampaignInfo, TaskInfo, campai
 
 RETRIED = ("missing", "failed", "cancelled", "timeout")
 STATES = ("ok", "running", "pending", "oom", "failed", "timeout", "cancelled", "missing")
-LOCAL_PID = "local.pid"  # in the campaign folder while `campaign submit` runs it here
 
 
 @dataclass
@@ -59,65 +58,50 @@ class CampaignStatus:
 def campaign_status(store: Store, name: str) -> CampaignStatus:
     """Where each task stands; UserError when the campaign's folder is missing or not its own
     (wirewise.orchestrator.campaign.folder.check_folder), so nothing reads it as "missing"."""
+    from wirewise.orchestrator.executor import executor_named
+
     info = campaign_info(store, name)
     check_folder(Path(info.folder), name)
     folder = CampaignFolder(Path(info.folder))
     tasks = campaign_tasks(store, name)
-    states = _element_states(info, tasks)
-    running_local = info.executor == "local" and _local_run_alive(folder)
+    outcomes = {task.task_id: folder.outcome(task.task_id) for task in tasks}
+    # a task whose folder was deleted after it finished keeps what was stored: it is not "missing"
+    kept = {task.task_id for task in tasks if outcomes[task.task_id] is None and task.status in FINISHED
+            and not folder.task_dir(task.task_id).is_dir()}
+    unfinished = [task for task in tasks if not _finished(outcomes[task.task_id], task) and task.task_id not in kept]
+    states = executor_named(info.executor).states([task.element for task in unfinished]) if unfinished else {}
     status = CampaignStatus(info, stored=tasks)
-    started: set[str | int | None] = set()  # bundles whose first unfinished task was seen
+    started: set[tuple] = set()  # elements whose first unfinished task was seen
     for task in tasks:
-        outcome = folder.outcome(task.task_id)
-        if outcome is not None and outcome["attempt"] >= task.attempts:
+        outcome = outcomes[task.task_id]
+        if _finished(outcome, task):
             status.tasks.append(TaskState(task.task_id, outcome["status"], outcome["attempt"], task.element))
             continue
-        if outcome is None and task.status in FINISHED and not folder.task_dir(task.task_id).is_dir():
-            # its folder was deleted after it finished: what was stored stays, it is not "missing"
+        if task.task_id in kept:
             status.tasks.append(TaskState(task.task_id, task.status, task.attempts, task.element))
             continue
-        where = task.element if info.executor == "slurm" else task.bundle
-        state = _unfinished(info.executor, states.get(task.element or ""), running_local, first=where not in started)
+        where = (task.element, task.bundle)  # a local run takes every bundle: the bundle tells them apart
+        state = _unfinished(states.get(task.element), first=where not in started)
         started.add(where)
         status.tasks.append(TaskState(task.task_id, state, task.attempts, task.element))
     return status
 
 
-def _element_states(info: CampaignInfo, tasks: list[TaskInfo]) -> dict[str, str]:
-    """Slurm states of the campaign's elements: one sacct call; squeue only for elements sacct
-    does not know (just submitted, or cancelled before they started: then they are not queued)."""
-    if info.executor != "slurm" or not info.slurm_arrays:
-        return {}
-    from wirewise.orchestrator.slurm.cluster import element_states, queued_elements
-
-    states = element_states(info.slurm_arrays)
-    unknown = {t.element for t in tasks if t.element and t.element not in states}
-    if unknown:
-        queued = queued_elements(sorted({e.split("_")[0] for e in unknown}))
-        states.update({element: "PENDING" if element in queued else "CANCELLED" for element in unknown})
-    return states
+def _finished(outcome: dict | None, task: TaskInfo) -> bool:
+    """The task's current attempt has written its outcome."""
+    return outcome is not None and outcome["attempt"] >= task.attempts
 
 
-def _unfinished(executor: str, element_state: str | None, running_local: bool, first: bool) -> str:
+def _unfinished(element_state: str | None, first: bool) -> str:
     """The state of a task whose current run has not finished (`first`: the first such task of
-    its bundle, the one a running bundle is on)."""
-    if executor == "local":
-        return ("running" if first else "pending") if running_local else "missing"
-    if element_state is None or element_state in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"):
-        return "pending"  # None: submitted a moment ago, not in sacct yet
-    if element_state in ("RUNNING", "CONFIGURING", "COMPLETING"):
+    its element, the one a running element is on)."""
+    from wirewise.orchestrator.executor.core import CANCELLED, PENDING, RUNNING, TIMEOUT
+
+    if element_state in (None, PENDING):
+        return "pending"  # None: being submitted this moment
+    if element_state == RUNNING:
         return "running" if first else "pending"
-    return {"CANCELLED": "cancelled", "TIMEOUT": "timeout"}.get(element_state, "missing")
-
-
-def _local_run_alive(folder: CampaignFolder) -> bool:
-    """Whether the process that runs the campaign here still lives (zombies do not count)."""
-    try:
-        pid = int((folder.root / LOCAL_PID).read_text())
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, ValueError, IndexError):
-        return False
-    return state != "Z"
+    return {CANCELLED: "cancelled", TIMEOUT: "timeout"}.get(element_state, "missing")
 
 
 def collect_campaign(store: Store, name: str):

@@ -15,7 +15,7 @@ from wirewise.orchestrator.cli.common import DbOption, JsonOption, end_run, prin
 
 
 def collectives(
-    gpus: Annotated[str | None, typer.Option("--gpus", help="Physical GPU indices, one rank each, e.g. 0,1,2,3.")] = None,
+    gpus: Annotated[str | None, typer.Option("--gpus", help="Physical GPU indices, one rank each, e.g. 0,1,2,3 or 0-3.")] = None,
     nproc: Annotated[int | None, typer.Option("--nproc", help="Ranks: the first N GPUs with nccl, N CPU ranks with gloo.")] = None,
     backend: Annotated[str | None, typer.Option("--backend", help="nccl or gloo (default: nccl where GPUs are visible, else gloo).")] = None,
     ops: Annotated[str, typer.Option("--ops", help="Comma-separated: all_reduce, all_gather, reduce_scatter, broadcast, all_to_all.")] = "all_reduce,all_gather,reduce_scatter",

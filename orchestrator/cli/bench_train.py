@@ -14,8 +14,8 @@ from wirewise.orchestrator.cli.common import DbOption, JsonOption, console, end_
 
 def train(
     model: Annotated[str, typer.Option("--model", help="Registry name (mistral-7b, mistral-1b, dinov2-base, dinov2-large, tiny-mistral, tiny-dinov2) or a local config.json / model folder.")],
-    strategy: Annotated[str, typer.Option("--strategy", help="ddp | fsdp | zero1 | zero2 | zero3.")],
-    gpus: Annotated[str | None, typer.Option("--gpus", help="Physical GPU indices, one rank each, e.g. 0,1,2,3.")] = None,
+    strategy: Annotated[str, typer.Option("--strategy", help="ddp | fsdp | zero1 | zero2 | zero3, or a plug-in strategy's name.")],
+    gpus: Annotated[str | None, typer.Option("--gpus", help="Physical GPU indices, one rank each, e.g. 0,1,2,3 or 0-3.")] = None,
     nproc: Annotated[int | None, typer.Option("--nproc", help="Ranks: the first N GPUs, or N CPU ranks without GPUs (default: 1, or one per --gpus).")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Micro-batch per rank.")] = 8,
     seq_len: Annotated[int | None, typer.Option("--seq-len", help="Sequence length for language models [default: the model's].")] = None,

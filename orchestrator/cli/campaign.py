@@ -19,22 +19,18 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Campaign name (the
 TopologyFileOption = Annotated[str | None, typer.Option("--topology-file", help="Plan on this saved `nvidia-smi topo -m` (one node of the target type).")]
 NodeOption = Annotated[str | None, typer.Option("--node", help="Plan on the wiring stored for this node (`wirewise topo save`).")]
 NameOption = Annotated[str | None, typer.Option("--name", help="Run the spec under this campaign name instead of its own.")]
-GpusOption = Annotated[str | None, typer.Option("--gpus", metavar="K[,K...]", help="GPU counts to sweep instead of the spec's axes.gpus (every workload).")]
+GpusOption = Annotated[str | None, typer.Option("--gpus", metavar="K[,K...]", help="GPU counts to sweep instead of the spec's axes.gpus (every workload), e.g. 2,4,8 or 2-4.")]
 
 
 def _counts(text: str | None) -> list[int] | None:
     from wirewise.errors import UserError
+    from wirewise.ranges import GPU_COUNTS, parse_ranges
 
     if text is None:
         return None
-    try:
-        counts = [int(part) for part in text.split(",")]
-    except ValueError:
-        counts = []
-    from wirewise.limits import MAX_RANKS
-
-    if not counts or min(counts) < 1 or max(counts) > MAX_RANKS:
-        raise UserError(f"--gpus {text!r}: give GPU counts from 1 to {MAX_RANKS}, such as 2 or 2,4,8")
+    counts = parse_ranges(text, GPU_COUNTS, option="--gpus")
+    if not counts:
+        raise UserError(f"--gpus {text!r}: give GPU counts such as 2 or 2,4,8")
     return counts
 
 
@@ -56,7 +52,7 @@ def plan(spec: SpecArg, topology_file: TopologyFileOption = None, node: NodeOpti
 @app.command()
 def submit(
     spec: SpecArg,
-    executor: Annotated[str | None, typer.Option("--executor", help="slurm or local [default: the spec's target.executor].")] = None,
+    executor: Annotated[str | None, typer.Option("--executor", help="Where the tasks run: slurm or local [default: the spec's target.executor].")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan and show the arrays and Slurm parameters; record and submit nothing.")] = False,
     topology_file: TopologyFileOption = None,
     node: NodeOption = None,
@@ -66,24 +62,25 @@ def submit(
     json: JsonOption = False,
 ) -> None:
     """Record the campaign and submit it: job arrays through submitit (slurm), or run it here (local)."""
-    from wirewise.errors import UserError
-    from wirewise.orchestrator.campaign import plan_spec, submission_for, submit_spec
+    from wirewise.orchestrator.campaign import campaign_folder, plan_spec, submission_for, submit_spec
+    from wirewise.orchestrator.executor import check_name, executor_named
     from wirewise.orchestrator.report.campaigns import submitted_lines
 
-    if executor not in (None, "slurm", "local"):
-        raise UserError(f"--executor {executor!r}: choose slurm or local")
+    if executor is not None:
+        check_name(executor, "--executor")
     campaign, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus))
     _note_cpu(planned)
     executor = executor or campaign.target.executor
     if dry_run:
         gpus = planned.topology.gpus if planned.topology is not None else None
         runs = [(t.spec.task_id, 1) for t in planned.tasks]
+        submission = submission_for(campaign, gpus, runs, executor, campaign_folder(campaign), dry_run=True)
         report = {"campaign": campaign.name, "executor": executor, "dry_run": True, "skipped": len(planned.skipped),
-                  **submission_for(campaign, gpus, runs, executor, dry_run=True).to_json()}
+                  **submission.to_json()}
     else:
         from wirewise.orchestrator.store import Store
 
-        with _task_progress(len(planned.tasks), quiet=json or executor != "local") as on_task:
+        with _task_progress(len(planned.tasks), quiet=json or not executor_named(executor).runs_here) as on_task:
             report = submit_spec(Store(db), campaign, planned, executor, on_task)
     if json:
         print_json(report)
@@ -188,7 +185,8 @@ def cancel(name: NameArg, db: DbOption = None, json: JsonOption = False) -> None
         typer.echo(f"campaign {name}: asked the local run (pid {report['stopped_local_run']}) to stop")
     else:
         arrays = report["cancelled_arrays"]
-        typer.echo(f"campaign {name}: cancelled {', '.join(arrays)}" if arrays else f"campaign {name}: nothing running")
+        note = f" ({report['note']})" if report.get("note") else ""
+        typer.echo(f"campaign {name}: cancelled {', '.join(arrays)}" if arrays else f"campaign {name}: nothing running{note}")
 
 
 @app.command()

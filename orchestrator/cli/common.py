@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -79,3 +80,22 @@ def err_console():
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+# The options of the commands that decide for a new job (place, estimate, run).
+TopologyFileOption = Annotated[
+    Path | None, typer.Option("--topology-file", "-f", help="A saved `nvidia-smi topo -m` of the node (default: this machine, or --node's stored wiring).")
+]
+ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="A registry model (mistral-7b, ...) or a transformers config.json: adds the advised strategy.")]
+BatchOption = Annotated[int, typer.Option("--batch-size", help="Micro-batch per GPU.")]
+SeqOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")]
+AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12 B/param (bf16 params+grads, fp32 moments); zero: 16 B/param (plus fp32 master).")]
+GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
+
+
+def emit(result: Any, json: bool, table) -> None:
+    """JSON for scripts, else the command's table for people."""
+    if json:
+        print_json(result)
+    else:
+        table(result)

@@ -18,6 +18,7 @@ def nccl_tests(
     op: Annotated[str | None, typer.Option("--op", help="The collective, for old logs without a 'Collective test starting' line whose file name does not say.")] = None,
     transport: Annotated[str, typer.Option("--transport", help="How it ran, as `bench collectives --transport`: default, or pcie (it ran with NCCL_P2P_DISABLE=1). The log does not say.")] = "default",
     env: Annotated[list[str] | None, typer.Option("--env", metavar="KEY=VALUE", help="A variable it ran with (NCCL_ALGO, NCCL_PROTO, ...); repeat for more. Recorded like a native run's environment.")] = None,
+    ranks: Annotated[int | None, typer.Option("--ranks", metavar="N", help="The rank count, for runs whose log shows no rank lines (an excerpt); checked against those that do.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -26,7 +27,7 @@ def nccl_tests(
     from wirewise.orchestrator.store import Store
 
     how = HowItRan.from_options(transport, env or [])
-    imported = read_log_file(log, op=op, node=node, topology_file=topology_file, how=how)
+    imported = read_log_file(log, op=op, node=node, topology_file=topology_file, how=how, ranks=ranks)
     store = Store(db)  # opened only once the input is known to be good
     summary = imported.summary(imported.store(store))
     warn([f"{why}; not stored" for why in imported.skipped])
@@ -34,13 +35,30 @@ def nccl_tests(
         print_json(summary)
         return
     for section in summary["sections"]:
-        typer.echo(
-            f"{section['op']}: {section['rows']} rows, {section['ranks']} ranks, peak busbw "
-            f"{section['peak_busbw_gbs']:g} GB/s at {section['peak_bytes']} B, avg {section['avg_busbw_gbs']} GB/s (as logged); "
-            f"transport {section['transport']}, {'CUDA graph (-G)' if section['cuda_graph'] else 'eager'}"
-        )
+        typer.echo(_section_line(section))
     fingerprint = f"fingerprint {summary['fingerprint'][:12]}" if summary["fingerprint"] else "no fingerprint (give --topology-file)"
     typer.echo(
-        f"stored {summary['new']} new of {summary['rows']} rows from {log.name} (node {summary['node']}, {fingerprint}) "
+        f"stored {summary['new']} new of {summary['rows']} rows from {log.name} "
+        f"(node {summary['node'] or 'unknown'}, {fingerprint}) "
         f"in {store.safe_url}"
     )
+
+
+def _section_line(section: dict) -> str:
+    """One run of the log: its op and rows, or how it failed; ranks as the log shows them."""
+    if section["ranks"] is None:
+        ranks = "ranks unknown (give --ranks N)"
+    else:
+        ranks = f"{'' if section['ranks_exact'] else 'at least '}{section['ranks']} ranks"
+    hosts = f" on {len(section['hosts'])} host(s)" if section["hosts"] else ""
+    head = f"line {section['line']}: {section['op']}, {ranks}{hosts}"
+    if section["rows"] == 0:
+        return f"{head}: FAILED, stored as a failed run: {section['error']}"
+    text = (
+        f"{head}: {section['rows']} rows, peak busbw {section['peak_busbw_gbs']:g} GB/s at {section['peak_bytes']} B, "
+        f"avg {section['avg_busbw_gbs']} GB/s (as logged); transport {section['transport']}, "
+        f"{'CUDA graph (-G)' if section['cuda_graph'] else 'eager'}"
+    )
+    if section["zero_size_rows"]:
+        text += f"; {section['zero_size_rows']} zero-size rows not stored"
+    return text + (f"; FAILED: {section['error']}" if section["status"] == "failed" else "")

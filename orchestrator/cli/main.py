@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import bench, campaign, collect, db, decide, importer, results, topo
+from wirewise.orchestrator.cli import bench, campaign, collect, db, estimate, importer, place, results, run, topo
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -23,7 +23,9 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(importer.app, name="import")
 app.add_typer(campaign.app, name="campaign")
 app.command("collect")(collect.collect)
-decide.register(app)  # place, estimate, run
+app.command()(place.place)
+app.command()(estimate.estimate)
+run.register(app)
 app.add_typer(results.app)
 
 

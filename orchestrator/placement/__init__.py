@@ -36,7 +36,7 @@ def select_gpus(
     """Physical GPU indices (sorted) for k ranks on this node's wiring.
 
     `free`: the GPUs not in use (default: all). `predict`: a set's busbw in GB/s (default:
-    the wiring model; `wirewise.orchestrator.placement.predict` adds measured history)."""
+    the wiring model; `wirewise.orchestrator.placement.history.predictor` adds measured history)."""
     wiring = Wiring.of(topo)
     free_gpus = check_free(topo, free)
     if isinstance(policy, list):

@@ -3,23 +3,18 @@
 Nodes are taken from one wiring (one fingerprint), so every node of the job runs the same
 intra-node rings; the same number of GPUs on each (data parallelism wants equal ranks per
 node), as many per node as possible (fewer nodes, less traffic on the network); where Slurm's
-network topology is known (`scontrol show topology`: leaf switches and their nodes), under as
+network topology is known (leaf switches and their nodes, wirewise.orchestrator.slurm.nodes), under as
 few leaf switches as possible, best fit first so whole switches stay free. A request that fits
 one node goes to the node whose best set predicts fastest, then the one it fills most exactly.
 """
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 
 from wirewise.orchestrator.placement import Unplaceable, select_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.topology import Topology
-
-_SWITCH = re.compile(r"SwitchName=(\S+).*?\bNodes=(\S+)")
 
 
 @dataclass
@@ -151,27 +146,3 @@ class _SetCache:
             gpus = select_gpus(node.topo, k, "packed", node.free, predict=wiring.model_busbw)
             self._found[key] = (gpus, wiring.model_busbw(tuple(gpus)))
         return self._found[key]
-
-
-def leaf_switches(text: str, expand=None) -> dict[str, str]:
-    """node -> its leaf switch from `scontrol show topology` (the switches that list Nodes=);
-    `expand` turns a Slurm hostlist into names (default: `scontrol show hostnames`)."""
-    expand = expand or _scontrol_hostnames
-    leaf_of = {}
-    for switch, hostlist in _SWITCH.findall(text):
-        for node in expand(hostlist):
-            leaf_of[node] = switch
-    return leaf_of
-
-
-def slurm_leaf_switches() -> dict[str, str]:
-    """node -> leaf switch on this cluster; {} without scontrol or a topology plugin."""
-    if shutil.which("scontrol") is None:
-        return {}
-    proc = subprocess.run(["scontrol", "show", "topology"], capture_output=True, text=True, timeout=30)
-    return leaf_switches(proc.stdout) if proc.returncode == 0 else {}
-
-
-def _scontrol_hostnames(hostlist: str) -> list[str]:
-    proc = subprocess.run(["scontrol", "show", "hostnames", hostlist], capture_output=True, text=True, timeout=30)
-    return proc.stdout.split()

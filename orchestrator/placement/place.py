@@ -1,5 +1,6 @@
-"""`wirewise place`: the chosen GPUs, their predicted busbw and its basis, the next-best
-alternatives, the reasons, and (given a model) the advised strategy."""
+"""The placement object of `wirewise place`: the chosen GPUs, their predicted busbw and its
+basis, the next-best alternatives, the reasons (the advised strategy joins it in
+wirewise.orchestrator.decide)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def place(
     store=None,
     free_source: str = "--free",
 ) -> dict:
-    """The placement object of docs/placement.md (without the strategy; `with_strategy` adds it)."""
+    """The placement object of docs/placement.md (without the strategy; wirewise.orchestrator.decide.add_advice adds it)."""
     free = sorted(free) if free is not None else list(range(topo.gpus))
     predict = predictor(topo, store)
     gpus = select_gpus(topo, k, policy, free, predict=predict)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
 
 from wirewise.errors import UserError, field_path
 from wirewise.limits import MAX_RESULT_BYTES, loads_json, read_bounded
@@ -31,12 +34,14 @@ def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
     return store_measurement(store, list(records))
 
 
-def store_measurement(store: Store, records: list[ResultRecord], topology=None, node: str | None = None) -> int:
+def store_measurement(store: Store, records: list[ResultRecord], topology=None, node: str | None = None,
+                      other_nodes: list[tuple[Any, str]] = ()) -> int:
     """Save the wiring the records were measured on (a Topology, when known) under `node`
-    (default: the records' node) and the records, in one transaction: a failure stores
-    neither, so no node is left without its results. Returns how many records were new.
-    A record with a figure that is not a measurement (wirewise.record.record_problem) stores
-    nothing: UserError."""
+    (default: the records' node), the wirings of the other nodes of a multi-node task
+    ((Topology, name) pairs), and the records, in one transaction: a failure stores neither,
+    so no node is left without its results. Returns how many records were new. A record with
+    a figure that is not a measurement (wirewise.record.record_problem), or with text wider
+    than its column, stores nothing: UserError."""
     rows = [r.model_dump() for r in records]
     for index, (record, row) in enumerate(zip(records, rows)):
         problem = record_problem(record) or _too_long(row)
@@ -44,14 +49,27 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
             raise UserError(f"records[{index}]: {problem}; none of its records stored")
 
     def write(session) -> int:
+        from wirewise.orchestrator.store.topology import add_topology
+
         if topology is not None:
             from wirewise.topology import node_name
-            from wirewise.orchestrator.store.topology import add_topology
 
             add_topology(session, topology, node_name(topology, node or (records[0].node if records else None)))
+        for other, name in other_nodes:
+            add_topology(session, other, name)
         return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
 
     return store.write(write)
+
+
+def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) -> set[tuple]:
+    """(op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs) of the stored rows of
+    `source` with those ops and sizes: what an excerpt that names no run can be matched by."""
+    columns = (ResultRow.op, ResultRow.bytes, ResultRow.count, ResultRow.dtype, ResultRow.in_place,
+               ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs)
+    query = select(*columns).where(ResultRow.source == source, ResultRow.op.in_(ops), ResultRow.bytes.in_(sizes))
+    with store.read() as session:
+        return {tuple(row) for row in session.execute(query)}
 
 
 # The text columns' widths: PostgreSQL refuses a longer value (SQLite would keep it), so both
@@ -70,16 +88,17 @@ def _too_long(row: dict) -> str | None:
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:
     """A task's result.json (wirewise.jobs.launch): returns (records, how many were new).
     UserError naming the file and the field for anything that is not a result file."""
-    records, topology = read_result_file(path)
+    records, topology, others = read_result_file(path)
     try:
-        return records, store_measurement(store, records, topology)
+        return records, store_measurement(store, records, topology, other_nodes=others)
     except UserError as exc:
         raise UserError(f"{path}: {exc}") from None
 
 
-def read_result_file(path: str | Path) -> tuple[list[ResultRecord], object | None]:
-    """(records, the Topology they ran on or None) of a result.json, checked: a regular file
-    within MAX_RESULT_BYTES, JSON within MAX_NESTING, records of this wirewise's schema."""
+def read_result_file(path: str | Path) -> tuple[list[ResultRecord], Any, list[tuple[Any, str]]]:
+    """(records, the Topology they ran on or None, (Topology, node) of the other nodes of a
+    multi-node task) of a result.json, checked: a regular file within MAX_RESULT_BYTES, JSON
+    within MAX_NESTING, records and wirings of this wirewise's schema."""
     from pydantic import ValidationError
 
     try:
@@ -95,15 +114,19 @@ def read_result_file(path: str | Path) -> tuple[list[ResultRecord], object | Non
         for index, raw in enumerate(doc["records"]):
             where = f"records[{index}]"
             records.append(ResultRecord.model_validate(raw))
-        topology = None
-        if doc.get("topology"):
-            from wirewise.topology import Topology
+        from wirewise.topology import Topology
 
-            where = "topology"
-            topology = Topology.model_validate(doc["topology"])
+        where = "topology"
+        topology = Topology.model_validate(doc["topology"]) if doc.get("topology") else None
+        others = []
+        for index, other in enumerate(doc.get("node_topologies") or []):
+            where = f"node_topologies[{index}]"
+            others.append((Topology.model_validate(other["topology"]), str(other["node"])))
     except ValidationError as exc:
         raise UserError(f"{path}: {_validation_line(exc, where)}") from None
-    return records, topology
+    except (KeyError, TypeError):
+        raise UserError(f"{path}: {where}: not a node and its topology") from None
+    return records, topology, others
 
 
 def _validation_line(exc, section: str) -> str:

@@ -9,6 +9,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from wirewise.ranges import format_ranges
+
 STATE_STYLES = {"ok": "green", "running": "cyan", "pending": "white", "oom": "magenta", "failed": "red",
                 "timeout": "yellow", "cancelled": "yellow", "missing": "red"}
 
@@ -16,8 +18,6 @@ STATE_STYLES = {"ok": "green", "running": "cyan", "pending": "white", "oom": "ma
 def plan_table(plan) -> Table:
     """Tasks per (workload, GPUs, placement, transport) with the cases they cover, then what
     was skipped and why (once per reason)."""
-    from wirewise.orchestrator.campaign.plan import _ranges
-
     node = plan.topology
     where = f"{node.gpus} x {escape(node.gpu_model or 'GPU')}, {node.fabric}, {node.fingerprint[:12]}" if node else "CPU ranks"
     table = Table(title=f"campaign {escape(plan.campaign)}: {len(plan.tasks)} tasks on {where}", title_justify="left")
@@ -25,7 +25,7 @@ def plan_table(plan) -> Table:
         table.add_column(column, overflow="fold")
     groups: dict[tuple, list] = {}
     for t in plan.tasks:
-        gpus = _ranges(t.spec.gpus) if t.spec.gpus else f"{t.spec.nproc_per_node} CPU ranks"
+        gpus = format_ranges(t.spec.gpus) if t.spec.gpus else f"{t.spec.nproc_per_node} CPU ranks"
         groups.setdefault((t.spec.workload, gpus, t.placement, t.transport), []).append(t)
     for (workload, gpus, placement, transport), tasks in groups.items():
         cases = len({_case(t.spec.params) for t in tasks})
@@ -48,7 +48,7 @@ def submitted_lines(report: dict[str, Any]) -> list[str]:
     if report.get("dry_run"):
         lines.append(f"dry run: campaign {name} would submit {report['tasks']} task(s) in {report['bundles']} bundle(s) "
                      f"({report['executor']}); {report['skipped']} combination(s) skipped")
-    elif report["executor"] == "slurm":
+    elif "arrays" in report:  # queued elsewhere (Slurm); else it ran here
         lines.append(f"campaign {name}: {report['tasks']} task(s) in {report['bundles']} array element(s), "
                      f"arrays {', '.join(report['arrays'])}; folder {report['folder']}")
         lines.append(f"follow it: wirewise campaign status {name} --watch")
@@ -56,7 +56,7 @@ def submitted_lines(report: dict[str, Any]) -> list[str]:
         counts = ", ".join(f"{k} {v}" for k, v in report.get("counts", {}).items())
         lines.append(f"campaign {name}: ran {report['ran']} task(s) here ({counts}); "
                      f"{report['stored_records']} record(s) stored; folder {report['folder']}")
-    if report.get("dry_run") and report["executor"] == "slurm":
+    if report.get("dry_run") and report.get("max_array_size"):
         sizes = report["array_elements"]
         lines.append(f"  {len(sizes)} array(s) of {', '.join(map(str, sizes))} element(s) (MaxArraySize splits them)")
     if report.get("dry_run") and report.get("parameters"):

@@ -10,7 +10,10 @@ numbers that were drawn.
   boundary on NVL, PCIe-bound across groups);
 - NVLink against forced PCIe, per op, a panel per fabric, where both transports were measured;
 - tokens/s and peak memory per strategy, per model, one bar per wire (the whole dial on
-  three wires); a run that did not finish leaves its slot empty with its status written in.
+  three wires), strategies in their descriptors' dial order under their labels
+  (wirewise.registry.STRATEGIES); a strategy stored but no longer registered (a plug-in since
+  removed) is still drawn, after the dial, under its name; a run that did not finish leaves
+  its slot empty with its status written in.
 
 Values are medians over repeats; only ok runs are drawn. nccl-tests rows are drawn dashed and
 labelled [nccl-tests].
@@ -26,9 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirewise import registry
 from wirewise.units import human_bytes
-
-DIAL = ("ddp", "zero1", "zero2", "zero3", "fsdp")  # least to most sharded, the article's order
 
 
 @dataclass
@@ -47,6 +49,7 @@ class Panel:
     ylabel: str
     kind: str  # "size" (log2 bytes on x), "count" (GPUs on x) or "bars" (categories on x)
     series: list[Series]
+    ticks: list[str] | None = None  # bars: what is written under each category (else the category)
 
 
 @dataclass
@@ -79,7 +82,8 @@ def busbw_by_size(facts: list[dict[str, Any]]) -> list[Figure]:
 
 def busbw_by_gpus(facts: list[dict[str, Any]]) -> list[Figure]:
     figures = []
-    for op, mine in _by([f for f in facts if f["transport"] == "default"], "op").items():
+    known = [f for f in facts if f["transport"] == "default" and f["gpus"] is not None]  # None: an unknown count
+    for op, mine in _by(known, "op").items():
         largest = _largest_size_rows(mine, ("fabric", "placement", "source", "device", "gpus"))
         series = _lines(largest, ("fabric", "placement", "source", "device"), "gpus")
         figures.append(Figure(f"busbw-by-gpus-{_slug(op)}", f"{op}: bus bandwidth by GPU count (largest size measured)",
@@ -107,15 +111,18 @@ def nvlink_vs_pcie(facts: list[dict[str, Any]]) -> list[Figure]:
 
 def strategies(facts: list[dict[str, Any]]) -> list[Figure]:
     figures = []
+    dial = registry.STRATEGIES.by_dial() if facts else []
+    labels = {spec.name: spec.label for spec in dial}
     for model, mine in _by(facts, "model").items():
-        order = [s for s in DIAL if any(f["strategy"] == s for f in mine)]
-        order += sorted({f["strategy"] for f in mine} - set(order))
+        stored = {f["strategy"] for f in mine}
+        order = [spec.name for spec in dial if spec.name in stored] + sorted(stored - set(labels))
+        ticks = [labels.get(name, name) for name in order]
         wire = ("fabric", "placement", "transport", "gpus", "source", "device")
         throughput = _bars(mine, wire, order, "tokens_per_s", 1.0)
         memory = _bars(mine, wire, order, "peak_mem_bytes", 2**30)
         figures.append(Figure(f"strategies-{_slug(model)}", f"{model}: throughput and peak memory per strategy, per wire", [
-            Panel("throughput", "strategy", "tokens/s", "bars", throughput),
-            Panel("peak memory per rank (largest rank)", "strategy", "GiB", "bars", memory),
+            Panel("throughput", "strategy", "tokens/s", "bars", throughput, ticks),
+            Panel("peak memory per rank (largest rank)", "strategy", "GiB", "bars", memory, ticks),
         ]))
     return figures
 
@@ -264,4 +271,4 @@ def _draw_bars(ax, panel: Panel) -> None:
         for position, y, note in zip(positions, bars.y, bars.notes):
             if y is None and note:
                 ax.text(position, 0, note, rotation=90, ha="center", va="bottom", fontsize=7, color="firebrick")
-    ax.set_xticks(range(len(categories)), categories)
+    ax.set_xticks(range(len(categories)), panel.ticks or categories)

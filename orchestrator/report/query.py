@@ -7,6 +7,8 @@ campaign did not record it, is filtered after the query.
 
 Runs on CPU ranks (gloo; their records name no GPU, gpu_count 0) measure the host, not the
 fabric their rows are fingerprinted with: they stay out unless `include_cpu` asks for them.
+An imported log that did not say how many GPUs ran has gpu_count NULL: a GPU run whose
+`gpus` is None (unknown), matched by no `--gpus N`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import String, cast, func, select, type_coerce
+from sqlalchemy import String, case, cast, func, or_, select, type_coerce
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -49,7 +51,9 @@ def _json(value):
 
 
 # The SQL of the derived fields, written once for filters, facts and aggregates.
-RANKS = func.coalesce(func.nullif(RESULTS.gpu_count, 0), RESULTS.world_size, 0)  # GPUs, or ranks for CPU runs
+# GPUs, or ranks for CPU runs (gpu_count 0); NULL where an imported log did not say (gpu_count NULL)
+RANKS = case((RESULTS.gpu_count.is_(None), RESULTS.world_size),
+             else_=func.coalesce(func.nullif(RESULTS.gpu_count, 0), RESULTS.world_size, 0))
 TRANSPORT = func.coalesce(RESULTS.params["transport"].as_string(), "default")
 RECORDED_PLACEMENT = RESULTS.params["placement"].as_string()  # None: derive it (GroupLookup)
 GPU_LIST = cast(RESULTS.gpus, String)  # the GPUs as JSON text: PostgreSQL can neither group nor compare json
@@ -315,8 +319,8 @@ def conditions(f: Filters) -> list:
         conditions.append(RESULTS.started_at >= f.since)
     if f.campaigns:
         conditions.append(RESULTS.campaign.in_(f.campaigns))
-    if not f.include_cpu:
-        conditions.append(RESULTS.gpu_count > 0)
+    if not f.include_cpu:  # an unknown GPU count (NULL) is still a GPU run
+        conditions.append(or_(RESULTS.gpu_count > 0, RESULTS.gpu_count.is_(None)))
     return conditions
 
 
@@ -325,8 +329,8 @@ def _fact(row, groups: GroupLookup) -> dict[str, Any]:
     fact = dict(_EMPTY_FACT)
     fact.update(row)
     gpu_list = fact.pop("gpu_list")
-    fact["device"] = "gpu" if fact["gpu_count"] else "cpu"
-    fact["gpus"] = fact["gpu_count"] or fact["world_size"] or 0
+    fact["device"] = "cpu" if fact["gpu_count"] == 0 else "gpu"
+    fact["gpus"] = None if fact["gpu_count"] is None else fact["gpu_count"] or fact["world_size"] or 0
     fact["placement"] = groups.placement(
         fact.pop("recorded_placement"), fact["node"], fact["fingerprint"], fact["gpu_count"], gpu_list,
     )

@@ -53,7 +53,7 @@ def cell_text(name: str, value: Any) -> str:
     from rich.markup import escape
 
     if value is None:
-        return "-"
+        return "unknown" if name == "gpus" else "-"  # gpus None: an imported log without its rank count
     if name == "bytes":
         return human_bytes(value)
     if name == "fingerprint":

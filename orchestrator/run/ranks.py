@@ -6,20 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from wirewise.errors import UserError
+from wirewise.nvml import gpu_count
+from wirewise.ranges import GPU_INDICES, parse_ranges
 from wirewise.workloads import Ranks
-
-
-def parse_gpu_list(text: str | None) -> list[int]:
-    """'0,1,2,3' -> [0, 1, 2, 3]; one clear error for anything else."""
-    if not text:
-        return []
-    try:
-        gpus = [int(part) for part in text.split(",") if part.strip() != ""]
-    except ValueError:
-        raise UserError(f"--gpus {text!r}: give physical GPU indices separated by commas, e.g. --gpus 0,1,2,3") from None
-    if any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
-        raise UserError(f"--gpus {text!r}: indices must be distinct and not negative")
-    return gpus
 
 
 def choose_ranks(gpus_text: str | None, nproc: int | None, backend: str | None, *, default_ranks: int | None) -> Ranks:
@@ -28,14 +17,14 @@ def choose_ranks(gpus_text: str | None, nproc: int | None, backend: str | None, 
     Without --gpus or --nproc a run takes `default_ranks` ranks (None: every GPU here, or
     two CPU ranks). nccl needs GPUs; gloo may be given GPU indices on a machine without
     any: one CPU rank per index, and no index recorded (no GPU measured anything)."""
-    gpus = parse_gpu_list(gpus_text)
+    gpus = parse_ranges(gpus_text, GPU_INDICES, option="--gpus", distinct=True)
     if nproc is not None and nproc < 1:
         raise UserError(f"--nproc {nproc}: give at least 1 rank")
     if gpus and nproc is not None and nproc != len(gpus):
         raise UserError(f"--nproc {nproc} and --gpus {gpus_text} disagree (one rank per GPU): give one of them")
     if backend is not None and backend not in ("nccl", "gloo"):
         raise UserError(f"--backend {backend!r}: choose nccl or gloo")
-    available = visible_gpu_count()
+    available = gpu_count()
     explicit_gloo = backend == "gloo"
     backend = backend or ("nccl" if available else "gloo")
     if not available and (backend == "nccl" or (gpus and not explicit_gloo)):
@@ -74,17 +63,3 @@ def checked_topology_file(path: str | Path | None) -> str | None:
 
     read_topology(path)
     return str(Path(path).resolve())
-
-
-def visible_gpu_count() -> int:
-    """GPUs on this machine per NVML; 0 without a driver (no torch import)."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            return pynvml.nvmlDeviceGetCount()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return 0

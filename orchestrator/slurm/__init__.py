@@ -1,1 +1,5 @@
-"""What wirewise says to and reads from Slurm: gres.conf lines from a node's wiring."""
+"""Everything wirewise says to and asks Slurm (sbatch goes through submitit, in the Slurm
+executor): one runner for its commands (command.py), what campaigns ask about their jobs
+(cluster.py), what is asked about nodes (nodes.py), the character sets and ranges of what a
+job hands Slurm (values.py), gres.conf and Features= lines from a node's wiring (gres.py), and
+inside a job, which CUDA_VISIBLE_DEVICES entries are the planned GPUs (gpus.py)."""

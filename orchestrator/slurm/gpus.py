@@ -15,29 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from wirewise.errors import UserError
+from wirewise.nvml import gpu_uuids
 
 UuidLookup = Callable[[], dict[str, int]]  # GPU UUID -> physical index
 
 
-def nvml_uuids() -> dict[str, int]:
-    """Every GPU's UUID with its nvidia-smi index, from NVML; {} without a driver."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return {}
-    try:
-        found = {}
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(index))
-            found[uuid.decode() if isinstance(uuid, bytes) else uuid] = index
-        return found
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def device_ids(planned: list[int], env: Mapping[str, str], uuids: UuidLookup = nvml_uuids) -> list[str] | None:
+def device_ids(planned: list[int], env: Mapping[str, str], uuids: UuidLookup = gpu_uuids) -> list[str] | None:
     """CUDA_VISIBLE_DEVICES entries for the planned physical GPUs in a job with this environment;
     None when the physical indices are the names (no restriction in force)."""
     visible = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]

@@ -12,16 +12,11 @@ free GPUs. So Cores= is written wherever it can be known, even when it spans all
 
 from __future__ import annotations
 
-import re
-
 from wirewise.errors import UserError
+from wirewise.orchestrator.slurm.values import HOST
+from wirewise.ranges import CPU_IDS, format_ranges, parse_ranges
 from wirewise.topology import cpus, hardware
 from wirewise.topology.model import Topology
-
-# A host name as Slurm's NodeName takes it (RFC 1123 labels, plus the underscores sites
-# use): nothing that could end the line or start another key (spaces, '=', newlines).
-SLURM_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})")
-
 
 def slurm_node(topo: Topology, given: str | None, from_file: bool) -> str:
     """The NodeName for the lines: --node, else the host the topology was probed on. A saved
@@ -30,10 +25,8 @@ def slurm_node(topo: Topology, given: str | None, from_file: bool) -> str:
 
     if given is None and from_file and not topo.details.get("hostname"):
         raise UserError("--node: give the node these lines are for (the file does not name its host)")
-    node = given if given is not None else node_name(topo)
-    if not SLURM_HOST.fullmatch(node):
-        raise UserError(f"--node {node!r}: not a Slurm host name (letters, digits, '.', '-' and '_', starting with a letter or digit)")
-    return node
+    # NodeName= on a gres.conf line: nothing that could end the line or start another key
+    return HOST.check(given if given is not None else node_name(topo), "--node")
 
 
 def gres_conf(topo: Topology, node: str) -> str:
@@ -102,11 +95,11 @@ def _cores_per_gpu(topo: Topology) -> list[str | None]:
     live = topo.details.get("slurm_cores")
     if live and len(live) == topo.gpus:
         return list(live)
-    affinities = [cpus.parse_cpu_list(a) for a in topo.cpu_affinity]
+    affinities = [sorted(parse_ranges(a, CPU_IDS)) for a in topo.cpu_affinity]
     folded = cpus.fold_siblings_by_offset(affinities)
     if folded is None:
         known = [a for a in affinities if a]
         if len(known) == topo.gpus and all(a == known[0] for a in known):
             return [None] * topo.gpus
         folded = affinities  # distinct single ranges: one thread per core
-    return [cpus.format_cpu_list(c) if c else None for c in folded]
+    return [format_ranges(c) if c else None for c in folded]

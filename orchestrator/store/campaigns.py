@@ -30,7 +30,7 @@ class TaskInfo:
     status: str
     attempts: int
     bundle: int | None
-    element: str | None  # the Slurm array element, ARRAY_INDEX
+    element: str | None  # as its executor names it: a Slurm array element ARRAY_INDEX, a local run
 
 
 def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, executor: str, tasks) -> None:
@@ -73,14 +73,16 @@ def campaign_tasks(store: Store, name: str) -> list[TaskInfo]:
 
 
 def set_submitted(store: Store, name: str, elements: dict[str, tuple[int, str | None]], arrays: list[str]) -> None:
-    """{task id: (bundle, array element or None)} of one submission; arrays: its Slurm array ids."""
+    """{task id: (bundle, element id or None)} of one submission, the element as its executor
+    names it (a Slurm array element ARRAY_INDEX, a local run); arrays: its Slurm array ids."""
     with store.session() as session:
         campaign = session.scalar(select(CampaignRow).where(CampaignRow.name == name))
         campaign.slurm_arrays = [*campaign.slurm_arrays, *arrays]
         rows = session.scalars(select(TaskRow).where(TaskRow.key.in_(list(elements))))
         for row in rows:
             row.bundle, row.slurm_job_id = elements[row.key]
-            row.slurm_array_id = row.slurm_job_id.split("_")[0] if row.slurm_job_id else None
+            array = row.slurm_job_id.split("_")[0] if row.slurm_job_id else None
+            row.slurm_array_id = array if array in arrays else None
 
 
 def set_statuses(store: Store, statuses: dict[str, str], attempts: dict[str, int] | None = None) -> None:

@@ -144,8 +144,11 @@ class ResultRow(Base):
     params: Mapped[dict[str, Any]]
 
     node: Mapped[str | None] = mapped_column(String(255))
+    node_count: Mapped[int | None] = mapped_column(default=1)  # a multi-node task's nodes, in node-rank order:
+    nodes: Mapped[list[str]] = mapped_column(default=list)
+    node_fingerprints: Mapped[list[Any]] = mapped_column(default=list)
     gpus: Mapped[list[int]]
-    gpu_count: Mapped[int] = mapped_column(index=True)
+    gpu_count: Mapped[int | None] = mapped_column(index=True)  # NULL: unknown (db/versions/0005)
     fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
     fabric: Mapped[str | None] = mapped_column(String(32), index=True)
 

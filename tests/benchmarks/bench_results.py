@@ -67,7 +67,7 @@ def build(path: Path, rows: int) -> dict[str, str]:
         for n in WIRINGS[name][0]:
             save_topology(store, topo, f"n{n:02d}")
     rng = random.Random(0)
-    empty = {column.name: None for column in ResultRow.__table__.columns if column.name != "id"}
+    empty = {column.name: None for column in ResultRow.__table__.columns if column.name != "id" and column.nullable}
     batch = 20_000
     for first in range(0, rows, batch):
         values = [{**empty, **_row(rng, first + i, wirings)} for i in range(min(batch, rows - first))]

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES, wirewise, wirewise_json
+from tests.slurm.fixture import cancel_jobs_under
 
 pytestmark = pytest.mark.slurm
 NVL_QUADS = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
@@ -27,12 +28,8 @@ QUICK = {"ops": ["all_reduce"], "min_bytes": "4K", "max_bytes": "4K", "iters": 2
 
 @pytest.fixture(autouse=True)
 def cancel_leftovers(tmp_path):
-    """A failed test must not leave its whole-node jobs holding the test node."""
     yield
-    jobs = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True).stdout.splitlines()
-    mine = [line.split()[0] for line in jobs if len(line.split()) == 2 and line.split()[1].startswith(str(tmp_path))]
-    if mine:
-        subprocess.run(["scancel", *mine], check=False)
+    cancel_jobs_under(tmp_path)
 
 
 def submit(tmp_path: Path, slurm_cluster, db_url: str, workloads, axes, **target) -> dict:
@@ -160,3 +157,28 @@ def test_a_preempted_element_is_requeued_and_records_the_attempt(tmp_path, slurm
     assert dict(rows(db_url, "SELECT task_id, json_extract(extra, '$.attempt') FROM results")) == {first: 1, second: 2}
     log = "".join(p.read_text() for p in (tmp_path / "campaign" / "submitit").glob("*_log.err"))
     assert "preempted" in log or "requeu" in log.lower()
+
+
+def test_a_refused_submission_is_one_line_and_leaves_nothing_recorded(tmp_path, slurm_cluster, db_url):
+    """A plan for a 16-GPU wiring sent to the test node's 8 GPUs: sbatch refuses it ("Requested
+    node configuration is not available"). One line with Slurm's reason, what the job asked for
+    and what to change; no campaign stays recorded and no folder is left, so the same spec can
+    be submitted again (and is refused again, not "exists already")."""
+    from tests.topology.common import as_text, matrix
+
+    wide = tmp_path / "sixteen.txt"
+    wide.write_text(as_text(matrix(16, lambda i, j: "NV18")))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "too-wide", "workloads": [{"collectives": QUICK}], "axes": {"gpus": [2]},
+        "target": {"executor": "slurm", "partition": slurm_cluster.partition, "folder": str(tmp_path / "campaign")},
+    }))
+    for _ in range(2):
+        proc = wirewise("campaign", "submit", str(spec), "--topology-file", str(wide), "--db", db_url, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("wirewise: error: campaign too-wide: Slurm refused the job: Requested node "
+                                      "configuration is not available; it asked for 1 node(s), 16 GPU(s) per node, "
+                                      "whole nodes, partition"), proc.stderr
+        assert "change the spec's target" in proc.stderr and proc.stderr.endswith("Nothing was recorded\n")
+        assert wirewise_json("campaign", "list", "--db", db_url) == []
+        assert not (tmp_path / "campaign").exists()

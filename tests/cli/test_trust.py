@@ -281,7 +281,7 @@ BAD_SPECS = {
                                    "asks for 160,000 tasks, more than the 100,000"),
     "timeout_s .inf": (yaml.safe_dump({**SPEC, "target": {"timeout_s": float("inf")}}).encode(), "target.timeout_s: Input should be a finite number"),
     "time past a year": (yaml.safe_dump({**SPEC, "target": {"time": "99999999999999999999"}}).encode(), "target.time: "),
-    "time of 400 days": (yaml.safe_dump({**SPEC, "target": {"time": "400-00:00:00"}}).encode(), "longer than 366 days"),
+    "time of 400 days": (yaml.safe_dump({**SPEC, "target": {"time": "400-00:00:00"}}).encode(), "longer than 365 days"),
     "time 0 (Slurm: no limit)": (yaml.safe_dump({**SPEC, "target": {"time": "0:00"}}).encode(), "give at least a minute"),
     "a GPU count listed twice": (yaml.safe_dump({**SPEC, "axes": {"gpus": [2] * 100_000}}).encode(), "axes.gpus: 2 is listed twice"),
     "a model 10,000 characters long": (yaml.safe_dump({**SPEC, "workloads": [{"train": {"models": ["x" * 10_000], "strategies": ["ddp"]}}]}).encode(),
@@ -301,7 +301,7 @@ def test_many_cpu_ranks_are_skipped_with_the_bound(tmp_path, db_url):
     count past the CPU-rank bound is a skipped entry saying it."""
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(SPEC))
     one_line_exit_2(wirewise("campaign", "plan", str(tmp_path / "spec.yaml"), "--gpus", "99999999999999999999", "--db", db_url,
-                             timeout=QUICK), "give GPU counts from 1 to 65536")
+                             timeout=QUICK), "past the largest GPU count this takes (65536)")
     plan = wirewise_json("campaign", "plan", str(tmp_path / "spec.yaml"), "--gpus", "1000", "--db", db_url,
                          env={"CUDA_VISIBLE_DEVICES": ""})
     if plan["node"] is None:  # CPU ranks here (a GPU machine plans on its GPUs instead)

@@ -134,9 +134,9 @@ def test_bad_input_is_one_line_and_exit_2(args, message, db_url):
 
 
 def test_gpus_requested_where_there_are_none(db_url):
-    from wirewise.orchestrator.run.ranks import visible_gpu_count
+    from wirewise.nvml import gpu_count
 
-    if visible_gpu_count():
+    if gpu_count():
         pytest.skip("this machine has GPUs")
     for args in (["--gpus", "0,1"], ["--backend", "nccl"]):
         proc = wirewise("bench", "collectives", *args, "--db", db_url)

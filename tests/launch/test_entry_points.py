@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,13 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SWEEP = {"ops": ["all_reduce", "all_gather"], "min_bytes": "4K", "max_bytes": "8K", "iters": 2, "warmup": 1, "check": True}
 
 
-@pytest.mark.slurm
-def test_two_node_step_joins_one_world(slurm_cluster, tmp_path):
+def test_two_node_step_joins_one_world(tmp_path):
     """What `srun --nodes=2 --ntasks-per-node=1 python -m wirewise.jobs.launch RUN_DIR` does, with both
-    "nodes" on this host: each supervisor reads its node rank from SLURM_NODEID and the master
-    address from SLURM_JOB_NODELIST (expanded by Slurm's own `scontrol show hostnames`, which
-needs the test cluster's configuration), starts
-    its rank, and the two ranks form one gloo world of 2. Only node 0 writes the result."""
+    "nodes" on this host (the real thing runs on the multi-node cluster: tests/slurm/test_multinode.py):
+    each supervisor reads its node rank from SLURM_NODEID and the master address from
+    SLURM_JOB_NODELIST (expanded by submitit, no Slurm command run), starts its rank, and the
+    two ranks form one gloo world of 2. Only node 0 writes the result; both exit 0."""
     spec = TaskSpec(workload="collective", params=SWEEP, nnodes=2, nproc_per_node=1, backend="gloo", timeout_s=120)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -46,6 +46,8 @@ needs the test cluster's configuration), starts
     assert {r["world_size"] for r in result["records"]} == {2}
     assert all(r["wrong"] == 0 for r in result["records"])
     assert sorted(p.name for p in run_dir.glob("rank*.json")) == ["rank0.json", "rank1.json"]
+    host = socket.gethostname().split(".")[0]  # each node's own name, as its supervisor knows it
+    assert {(r["node_count"], tuple(r["nodes"])) for r in result["records"]} == {(2, (host, host))}
 
 
 @pytest.mark.slurm

@@ -7,7 +7,7 @@ import pytest
 
 from tests.topology.common import NVL_QUADS, TOPO
 from wirewise.orchestrator.placement import Unplaceable
-from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes, leaf_switches
+from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes
 from wirewise.topology import read_topology
 
 NVL = read_topology(NVL_QUADS)
@@ -45,16 +45,6 @@ def test_fewest_leaf_switches_best_fit() -> None:
     assert [name for name, _ in choice.nodes] == ["n4", "n5"] and choice.switches == 1  # s1 stays whole
     choice = choose_nodes(nodes, 32, leaf_of)
     assert choice.switches == 2 and len(choice.nodes) == 4
-
-
-def test_leaf_switches_from_scontrol_show_topology() -> None:
-    text = (
-        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=gpu[01-02]\n"
-        "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=gpu03\n"
-        "SwitchName=top Level=1 LinkSpeed=1 Switches=s[0-1]\n"
-    )
-    expanded = {"gpu[01-02]": ["gpu01", "gpu02"], "gpu03": ["gpu03"]}
-    assert leaf_switches(text, expanded.__getitem__) == {"gpu01": "s0", "gpu02": "s0", "gpu03": "s1"}
 
 
 def test_no_room_is_unplaceable() -> None:

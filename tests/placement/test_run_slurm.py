@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from tests.conftest import wirewise
 from tests.topology.common import NVL_QUADS
-from wirewise.orchestrator.placement.free import job_gpus
+from wirewise.orchestrator.slurm.nodes import job_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.models import PlacedJobRow
@@ -128,6 +128,23 @@ def test_shared_job_reads_back_slurms_gpus_and_warns_when_worse(slurm_cluster, f
     with Store(db_url).session() as session:
         row = session.scalars(select(PlacedJobRow)).one()
         assert row.gpus == result["gpus"] and row.warnings == result["warnings"]
+
+
+def test_a_job_slurm_refuses_is_one_line_and_not_recorded(slurm_cluster, tmp_path, db_url) -> None:
+    """The whole node of a 16-GPU wiring on the test node's 8 GPUs: sbatch refuses it."""
+    from tests.topology.common import as_text, matrix
+
+    wide = tmp_path / "sixteen.txt"
+    wide.write_text(as_text(matrix(16, lambda i, j: "NV18")))
+    proc = wirewise("run", "--whole-node", "-k", "2", "-f", str(wide), "-p", slurm_cluster.partition, "-t", "5",
+                    "--folder", str(tmp_path / "jobs"), "--db", db_url, "--", "true", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("wirewise: error: Slurm refused the job: Requested node configuration is not "
+                                  "available; it asked for 1 node(s), 16 GPU(s) per node, whole nodes"), proc.stderr
+    assert proc.stderr.endswith("change --gpus, --node, -p/--partition or -t/--time (or drop --whole-node); nothing was recorded\n")
+    with Store(db_url).session() as session:
+        assert session.scalars(select(PlacedJobRow)).all() == []
+    assert not (tmp_path / "jobs").exists()  # submitit's script and pickle for the refused job are gone
 
 
 def test_run_without_a_command_is_refused(tmp_path) -> None:

@@ -55,6 +55,15 @@ def fake_gres(text: str, dev_dir: str | Path, node: str | None = None, keep_core
     return out
 
 
+def cancel_jobs_under(folder: Path) -> None:
+    """scancel the jobs whose working folder is under `folder`: a failed test must not leave its
+    whole-node jobs holding the nodes (nor a requeued one waiting for them)."""
+    jobs = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True).stdout.splitlines()
+    mine = [line.split()[0] for line in jobs if len(line.split()) == 2 and line.split()[1].startswith(str(folder))]
+    if mine:
+        subprocess.run(["scancel", *mine], check=False)
+
+
 def parse_exports(text: str) -> dict[str, str]:
     """`export K=V` lines (values quoted by printf %q) -> dict."""
     env = {}

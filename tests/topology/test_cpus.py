@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wirewise.ranges import CPU_IDS, format_ranges, parse_ranges
 from wirewise.topology import cpus
 
 
@@ -36,7 +37,7 @@ def test_unknown_cpus_or_no_sysfs_give_none(tmp_path: Path) -> None:
 
 
 def test_cpu_list_text_round_trip() -> None:
-    assert cpus.parse_cpu_list("0-3,8, 10-11") == [0, 1, 2, 3, 8, 10, 11]
-    assert cpus.format_cpu_list([11, 0, 1, 2, 3, 8, 10]) == "0-3,8,10-11"
-    assert cpus.parse_cpu_list(None) == [] and cpus.format_cpu_list([]) == ""
+    assert parse_ranges("0-3,8, 10-11", CPU_IDS) == [0, 1, 2, 3, 8, 10, 11]
+    assert format_ranges([11, 0, 1, 2, 3, 8, 10]) == "0-3,8,10-11"
+    assert parse_ranges(None, CPU_IDS) == [] and format_ranges([]) == ""
     assert cpus.cpus_from_mask([0b1010, 1]) == [1, 3, 64]

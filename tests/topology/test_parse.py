@@ -6,7 +6,8 @@ import pytest
 
 from wirewise.errors import UserError
 from wirewise.topology.parse import parse_topo_text
-from tests.topology.common import EXPECTED, FIXTURE_NAMES, fixture_text
+from tests.conftest import wirewise, wirewise_json
+from tests.topology.common import EXPECTED, FIXTURE_NAMES, TOPO, fixture_text
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -106,3 +107,47 @@ def test_bad_matrices_are_named(text: str, message: str) -> None:
     assert message in str(caught.value)
     assert str(caught.value).startswith("topo file bad.txt: ")
     assert "\n" not in str(caught.value)
+
+
+POLARIS = "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt"
+POLARIS_MARKDOWN = "markdown-table-polaris-a100-4gpu-argonne-user-guide.md"
+LOST_TABS = "lost-tabs-dgx-h100-8gpu-12nic-vllm-issue-13855.txt"
+FLATTENED = "flattened-one-line-dgx-h100-vllm-issue-13855-summary.md"
+
+
+def test_a_markdown_table_reads_as_the_matrix_it_shows() -> None:
+    """Issue 18: ALCF's Polaris guide retypes `nvidia-smi topo -m` as a Markdown table with the
+    affinity columns first and the row names third; its header names every column, so it reads
+    as Polaris' own output does (tests/fixtures/topo/SOURCES), other tables of the page ignored."""
+    table, printed = parse_topo_text(fixture_text(POLARIS_MARKDOWN)), parse_topo_text(fixture_text(POLARIS))
+    assert table.links == printed.links and table.links[0] == ["X", "NV4", "NV4", "NV4"]
+    assert (table.cpu_affinity, table.numa) == (printed.cpu_affinity, printed.numa) == (
+        ["24-31,56-63", "16-23,48-55", "8-15,40-47", "0-7,32-39"], [3, 2, 1, 0])
+    assert table.nics == ["mlx5_0", "mlx5_1"] and table.nic_links == [["SYS", "SYS"], ["SYS", "PHB"], ["SYS", "SYS"], ["PHB", "SYS"]]
+    shown = wirewise_json("topo", "show", "--from-file", str(TOPO / POLARIS_MARKDOWN))
+    assert shown["fingerprint"] == wirewise_json("topo", "show", "--from-file", str(TOPO / POLARIS))["fingerprint"]
+
+
+def test_lost_tabs_are_split_into_the_names_and_labels_they_can_only_be() -> None:
+    """Issue 18: vllm issue 13855's DGX H100 lost the tabs between NIC8 and NIC9 in the header
+    (`NIC8NIC9`) and between their cells in GPU4-7 (`NODENODE`, `NODEPXB`). Hand-read: GPU5's
+    row is NODE NODE NODEPXB NODE NODE under NIC6..NIC11, so NIC8 NODE and NIC9 PXB."""
+    parsed = parse_topo_text(fixture_text(LOST_TABS), LOST_TABS)
+    assert parsed.nics == [f"NIC{i}" for i in range(12)]
+    assert parsed.links[4] == ["NV18"] * 4 + ["X"] + ["NV18"] * 3
+    assert parsed.nic_links[5][6:] == ["NODE", "NODE", "NODE", "PXB", "NODE", "NODE"]
+    assert parsed.nic_links[4][6:] == ["PXB", "NODE", "NODE", "NODE", "NODE", "NODE"]
+    assert parsed.cpu_affinity[4] == "56-111,168-223" and parsed.numa == [0] * 4 + [1] * 4
+
+
+def test_a_reading_that_is_not_unambiguous_keeps_its_clear_error() -> None:
+    """The same matrix with its line breaks lost (a summary of issue 13855 that flattened it
+    onto one line, cut at the end) is refused with what to do. So is a label run into a number
+    (the lost-tabs fixture with the tab before GPU7's CPU affinity removed): NV180-55 would read
+    as NV18 + 0-55 or NV1 + 80-55, and a reader that guesses stores a wiring it was not shown."""
+    proc = wirewise("topo", "show", "--from-file", str(TOPO / FLATTENED))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "line breaks were lost" in proc.stderr and "one row a line" in proc.stderr
+    run_into_number = fixture_text(LOST_TABS).replace("PXB\t56-111,168-223", "PXB56-111,168-223", 1)
+    with pytest.raises(UserError, match="'PXB56-111,168-223' under NIC11, not a link label"):
+        parse_topo_text(run_into_number, "cut.txt")

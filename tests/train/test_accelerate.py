@@ -12,13 +12,14 @@ import json
 import pytest
 import yaml
 
+from wirewise import registry
 from wirewise.jobs.launch import run_task
 from wirewise.task import TaskSpec
 from wirewise.jobs.train.configs import accelerate_config, deepspeed_config
 
 
 def test_deepspeed_config_fills_autos_like_accelerate():
-    config = deepspeed_config(3, micro_batch=4, world_size=8, bf16=True, hidden_size=4096)
+    config = deepspeed_config(registry.STRATEGIES["zero3"], micro_batch=4, world_size=8, bf16=True, hidden_size=4096)
     assert config["train_micro_batch_size_per_gpu"] == 4 and config["train_batch_size"] == 32
     assert config["bf16"] == {"enabled": True}
     zero = config["zero_optimization"]
@@ -27,7 +28,7 @@ def test_deepspeed_config_fills_autos_like_accelerate():
     assert zero["stage3_param_persistence_threshold"] == 40960
     assert config["zero_allow_untested_optimizer"] is True and "_comment" not in config
     for stage in (1, 2):
-        assert deepspeed_config(stage, 1, 2, False, 64)["zero_optimization"]["stage"] == stage
+        assert deepspeed_config(registry.STRATEGIES[f"zero{stage}"], 1, 2, False, 64)["zero_optimization"]["stage"] == stage
 
 
 @pytest.mark.parametrize("template", ["ddp", "fsdp", "deepspeed"])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from wirewise.orchestrator.run.ranks import visible_gpu_count
+from wirewise.nvml import gpu_count
 from tests.conftest import wirewise
 
-NO_GPU = visible_gpu_count() == 0
+NO_GPU = gpu_count() == 0
 
 CASES = {
     "unknown model": (["--model", "gpt-17", "--strategy", "ddp"], "unknown model 'gpt-17'"),

@@ -17,6 +17,9 @@ from typing import Any
 
 import torch
 
+from wirewise import registry
+from wirewise.strategy import StrategySpec
+
 
 @dataclass(frozen=True)
 class Setup:
@@ -31,6 +34,11 @@ class Setup:
     @property
     def on_gpu(self) -> bool:
         return self.ctx.device.type == "cuda"
+
+    @property
+    def spec(self) -> StrategySpec:
+        """The run's strategy descriptor (its ZeRO stage, engine configs...)."""
+        return registry.STRATEGIES[self.params.strategy]
 
 
 def make_adamw(parameters, setup: Setup) -> torch.optim.Optimizer:

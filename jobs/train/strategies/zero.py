@@ -1,9 +1,10 @@
-"""DeepSpeed ZeRO-1/2/3 through `deepspeed.initialize`, with a torch AdamW.
+"""DeepSpeed ZeRO-1/2/3 through `deepspeed.initialize`, with a torch AdamW: the code of every
+strategy whose descriptor names a DeepSpeed template (zero1, zero2, zero3 and their variants).
 
 The ranks already exist and share a torch process group (wirewise.jobs.worker made it), so DeepSpeed
 adopts that group instead of launching or rendezvousing on its own. Its config comes from
-templates/deepspeed/zero<stage>.json. On GPU it trains in its bf16 mode (bf16 weights, fp32
-master partitions in the optimizer); on CPU in fp32.
+the descriptor's templates/deepspeed/<name>.json and overrides. On GPU it trains in its bf16 mode
+(bf16 weights, fp32 master partitions in the optimizer); on CPU in fp32.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import torch
 
-from wirewise.jobs.train.configs import ZERO_STAGES, deepspeed_config
+from wirewise.jobs.train.configs import deepspeed_config
 from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw, tensors_in
 
 
@@ -48,9 +49,9 @@ def skip_cpu_inference_extension() -> None:
         compatible["deepspeed_shm_comm"] = False
 
 
-def render_config(setup: Setup, stage: int) -> dict[str, Any]:
+def render_config(setup: Setup) -> dict[str, Any]:
     return deepspeed_config(
-        stage,
+        setup.spec,
         micro_batch=setup.params.micro_batch,
         world_size=setup.ctx.world_size,
         bf16=setup.precision != "fp32",
@@ -62,7 +63,7 @@ class ZeroStrategy(Strategy):
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.name = setup.params.strategy
-        self.stage = ZERO_STAGES[self.name]
+        self.stage = setup.spec.zero_stage
         replaced_arch = fix_cuda_arch_list()
         # DeepSpeed calls collectives torch now names differently; one warning per call floods the log.
         warnings.filterwarnings("ignore", message=r".*is deprecated\. Please use `torch\.distributed\.", category=FutureWarning)
@@ -71,7 +72,7 @@ class ZeroStrategy(Strategy):
         if not setup.on_gpu:
             skip_cpu_inference_extension()
         model = setup.built.model
-        self.config = render_config(setup, self.stage)
+        self.config = render_config(setup)
         deepspeed.init_distributed(dist_backend=setup.ctx.backend, dist_init_required=False)
         engine, optimizer, _, _ = deepspeed.initialize(
             model=model, optimizer=make_adamw(model.parameters(), setup), config=self.config, dist_init_required=False

@@ -1,15 +1,17 @@
-"""A placement request as the commands state it: which node's wiring (a file, a stored node,
-or this machine), which GPUs are free, which policy, and optionally a model to advise on."""
+"""Stage "decide": the answers `wirewise place` gives, and `wirewise run` builds on. Each flow
+puts together what the stages below it know: which node's wiring (a saved file, a stored node,
+or this machine live), which of its GPUs are free (--free, else Slurm for a named node, else
+NVML here, else all), the placement (wirewise.orchestrator.placement) and, given a model, the
+advised strategy (wirewise.orchestrator.advise). Placement and advice import nothing from
+here; this module is where they meet.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from wirewise.errors import UserError
-from wirewise.orchestrator.placement import POLICIES
-from wirewise.orchestrator.placement.free import free_gpus, parse_free_list
-from wirewise.orchestrator.store.topology import load_topology
-from wirewise.orchestrator.placement.place import place
+from wirewise.ranges import GPU_INDICES, parse_ranges
 from wirewise.topology import Topology, node_name, read_topology
 
 
@@ -31,8 +33,10 @@ def existing_store(db: str | None):
     return Store(url)
 
 
-def node_topology(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
-    """(the wiring, whether it is this machine's, probed live)."""
+def placement_wiring(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
+    """The wiring to place on: (the topology, whether it is this machine's, probed live)."""
+    from wirewise.orchestrator.store.topology import load_topology
+
     if topology_file is not None:
         return read_topology(topology_file), False
     if node:
@@ -45,11 +49,32 @@ def node_topology(topology_file: Path | None, node: str | None, store) -> tuple[
         raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
 
 
-def parse_policy(policy: str, gpus: int) -> str | list[int]:
+def free_gpus(gpus: int, given: list[int] | None, node: str | None, live: bool) -> tuple[list[int], str]:
+    """(free GPU indices, where that comes from): --free, else Slurm for a named node, else NVML
+    on this machine, else all of them."""
+    from wirewise.nvml import busy_gpus
+    from wirewise.orchestrator.slurm.nodes import gpus_in_use
+
+    if given is not None:
+        return given, "--free"
+    if node:
+        used = gpus_in_use(node)
+        if used is not None:
+            return [g for g in range(gpus) if g not in used], "slurm (scontrol show node -d)"
+    if live:
+        used = busy_gpus()
+        if used is not None:
+            return [g for g in range(gpus) if g not in used], "nvml (running processes)"
+    return list(range(gpus)), "all (no --free, Slurm or NVML view)"
+
+
+def parse_policy(policy: str) -> str | list[int]:
+    from wirewise.orchestrator.placement import POLICIES
+
     if policy in POLICIES:
         return policy
     if policy and policy[0].isdigit():
-        return parse_free_list(policy, gpus)
+        return parse_ranges(policy, GPU_INDICES, option="--policy", distinct=True)
     raise UserError(f"--policy {policy!r}: use one of {', '.join(POLICIES)} or GPU indices such as 0,1")
 
 
@@ -67,12 +92,14 @@ def placement_for(
     db: str | None = None,
 ) -> dict:
     """The `wirewise place --json` object."""
+    from wirewise.orchestrator.placement.place import place
+
     store = existing_store(db)
-    topo, live = node_topology(topology_file, node, store)
-    given = parse_free_list(free, topo.gpus) if free is not None else None
+    topo, live = placement_wiring(topology_file, node, store)
+    given = sorted(parse_ranges(free, GPU_INDICES, option="--free")) if free is not None else None
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
-    result = {"node": label, **place(topo, k, parse_policy(policy, topo.gpus), free_list, store, free_source)}
+    result = {"node": label, **place(topo, k, parse_policy(policy), free_list, store, free_source)}
     if model:
         add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb)
     return result
@@ -81,8 +108,9 @@ def placement_for(
 def placement_across_nodes(k: int | None, db: str | None) -> dict:
     """`wirewise place --across-nodes --json`: nodes of one wiring from the store, each with the
     GPUs Slurm has free, under the fewest leaf switches Slurm's network topology names."""
-    from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes, slurm_leaf_switches
-    from wirewise.orchestrator.store.topology import list_topologies
+    from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes
+    from wirewise.orchestrator.slurm.nodes import leaf_switches
+    from wirewise.orchestrator.store.topology import list_topologies, load_topology
 
     store = existing_store(db)
     names = sorted({row["node"] for row in list_topologies(store)}) if store is not None else []
@@ -92,7 +120,7 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     for name in names:
         topo = load_topology(store, node=name)
         nodes.append(NodeState(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
-    return choose_nodes(nodes, k or 0, slurm_leaf_switches()).as_dict()
+    return choose_nodes(nodes, k or 0, leaf_switches()).as_dict()
 
 
 def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:
@@ -103,24 +131,3 @@ def add_advice(result: dict, topo: Topology, model: str, store, *options) -> Non
     result["strategy"] = advice["strategy"]
     result["advice"] = advice
     result["reasons"] += [f"strategy: {reason}" for reason in advice["reasons"]]
-
-
-def run_for(request, topology_file: Path | None, node: str | None, db: str | None, gpu_mem_gb: float | None = None) -> dict:
-    """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
-    any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
-    from wirewise.orchestrator.placement.submit import run_command
-    from wirewise.orchestrator.store import Store
-
-    if not request.command:
-        raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
-    topo, live = node_topology(topology_file, node, existing_store(db))
-    store = Store(db)  # the job is recorded: create the database once the request is sound
-    free_list, free_source = (
-        (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
-    )
-    placement = place(topo, request.gpus, "packed", free_list, store, free_source)
-    if request.model:
-        add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
-    result = run_command(request, topo, node, placement, placement.get("strategy"), store)
-    result["reasons"] = placement["reasons"]
-    return result

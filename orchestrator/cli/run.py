@@ -1,0 +1,54 @@
+"""`wirewise run`: your own command submitted to Slurm on well-connected GPUs, with the advised
+strategy exported; what was submitted, as lines or JSON. The work is in
+wirewise.orchestrator.userjob."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wirewise.orchestrator.cli.common import DbOption, GpuMemOption, JsonOption, ModelOption, TopologyFileOption, console, emit
+
+
+def register(app: typer.Typer) -> None:
+    # Everything after the command's first word is the command's own (`-- python train.py -k 2`).
+    app.command(context_settings={"allow_interspersed_args": False})(run)
+
+
+def run(
+    command: Annotated[list[str] | None, typer.Argument(help="The command and its arguments, after `--`; passed as a list, never through a shell.")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", "-k", help="How many GPUs.")] = 1,
+    model: ModelOption = None,
+    whole_node: Annotated[bool, typer.Option("--whole-node", help="Hold the whole node (--exclusive) and pin the chosen GPUs with CUDA_VISIBLE_DEVICES; default: share the node, Slurm picks GPUs on a node of the right fabric.")] = False,
+    topology_file: TopologyFileOption = None,
+    node: Annotated[str | None, typer.Option("--node", help="Run on this node (Slurm --nodelist); its wiring from the store unless --topology-file.")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition.")] = None,
+    time_min: Annotated[int, typer.Option("--time", "-t", help="Time limit in minutes.")] = 60,
+    cpus_per_task: Annotated[int | None, typer.Option("--cpus-per-task", "-c", help="CPUs for the job.")] = None,
+    folder: Annotated[Path, typer.Option("--folder", help="submitit's folder for the job's script and logs.")] = Path("wirewise-runs"),
+    start_timeout: Annotated[float, typer.Option("--start-timeout", help="Seconds to wait for a shared job to start, to read back its GPUs.")] = 60.0,
+    gpu_mem_gb: GpuMemOption = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Submit your own command to Slurm on well-connected GPUs, with the advised strategy in WIREWISE_STRATEGY."""
+    from wirewise.orchestrator.userjob import RunRequest, run_for
+
+    request = RunRequest(
+        command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, node=node, partition=partition,
+        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder, start_timeout_s=start_timeout,
+    )
+    emit(run_for(request, topology_file, db, gpu_mem_gb), json, print_run)
+
+
+def print_run(result: dict) -> None:
+    out = console()
+    gpus = result["cuda_visible_devices"] or "not known yet"
+    out.print(f"submitted job {result['job_id']} ({result['mode']}) on GPUs {gpus}", markup=False, highlight=False)
+    if result["strategy"]:
+        out.print(f"WIREWISE_STRATEGY={result['strategy']}", markup=False, highlight=False)
+    for warning in result["warnings"]:
+        out.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
+    out.print(f"logs: {result['folder']}", markup=False, highlight=False)
+
+

@@ -1,0 +1,117 @@
+"""The protocol every executor implements, defined once (as submitit's core/core.py defines its
+Executor and Job): a submission is a callable and one argument tuple per element; an element
+is the unit the executor schedules (a Slurm array element, a step of the local run).
+
+    parameters(request) -> dict            what it submits with, in its own terms (a dry run prints it)
+    array_limit(dry_run) -> int | None     elements per array at most; None: no limit
+    submit(request, fn, elements, on_submitted, until) -> Submitted
+    states([element, ...]) -> {element: state}   one query for all of them
+    cancel([element, ...]) -> dict         stop them; what was done, for the report
+
+`runs_here`: the submitting process runs the elements itself, one after another, on this
+machine (so it can plan on this machine's wiring and show progress); otherwise they run
+elsewhere and `submit` returns once they are queued.
+
+States are the executor's answer in one vocabulary: PENDING, RUNNING, and for an element that
+ended without its task's own word (every task writes one, whatever happens): CANCELLED,
+TIMEOUT, or ENDED (the node, the job or the process died). An element None is one not
+submitted yet.
+
+JobRequest is what a job asks for, in one vocabulary for every executor. It checks itself
+when it is made: every string against Slurm's character sets and every number against its
+range (wirewise.orchestrator.slurm.values), so no executor is handed a value that could end
+an #SBATCH line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.slurm.values import check_values
+
+PENDING, RUNNING, CANCELLED, TIMEOUT, ENDED = "pending", "running", "cancelled", "timeout", "ended"
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """One job (or each element of an array): where its files go, and what it holds."""
+
+    folder: Path  # the executor's files for this submission: scripts, logs, pickles
+    name: str
+    time_min: int
+    nodes: int = 1
+    tasks_per_node: int = 1
+    whole_node: bool = False  # every CPU, GPU and byte of memory of its nodes
+    gpus_per_node: int | None = None
+    cpus_per_task: int | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    nodelist: str | None = None
+    parallelism: int | None = None  # array elements running at once
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)  # field -> what a person wrote
+
+    def __post_init__(self) -> None:
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("labels", "whole_node")}
+        check_values(values, self.labels)
+
+    def describe(self) -> str:
+        """What the job asks for, as a person would check it against the cluster."""
+        held = [f"{self.nodes} node(s)"]
+        if self.gpus_per_node:
+            held.append(f"{self.gpus_per_node} GPU(s) per node")
+        if self.whole_node:
+            held.append("whole nodes")
+        if self.cpus_per_task:
+            held.append(f"{self.cpus_per_task} CPU(s) per task")
+        for key in ("partition", "account", "qos", "constraint", "nodelist"):
+            if getattr(self, key):
+                held.append(f"{key} {getattr(self, key)}")
+        held.append(f"{self.time_min} min")
+        return ", ".join(held)
+
+
+class SubmissionRefused(UserError):
+    """The scheduler refused the submission; str(exc) is one line with its reason and what the
+    job asked for; `reason` is the scheduler's own words."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Submitted:
+    array: str | None  # the scheduler's id for the whole submission, where it has one
+    elements: list[str]  # one id per element, in order
+
+
+Elements = list[tuple]
+OnSubmitted = Callable[[Submitted], None]
+
+
+class Executor(Protocol):
+    name: ClassVar[str]
+    runs_here: ClassVar[bool]
+
+    def parameters(self, request: JobRequest) -> dict[str, Any]: ...
+
+    def array_limit(self, dry_run: bool = False) -> int | None: ...
+
+    def submit(self, request: JobRequest, fn: Callable, elements: Elements,
+               on_submitted: OnSubmitted | None = None, until: Callable[[Any], bool] | None = None) -> Submitted:
+        """One element per argument tuple, all with `request`'s resources. `on_submitted` is
+        called once the element ids exist, before any element can be seen running, so the
+        caller records them first. `until(result)`, for executors that run here: stop after the
+        element whose result it accepts (the rest do not start). SubmissionRefused when the
+        scheduler says no; nothing of the submission is left behind then."""
+        ...
+
+    def states(self, elements: list[str | None]) -> dict[str | None, str]: ...
+
+    def cancel(self, elements: list[str]) -> dict[str, Any]: ...

@@ -1,0 +1,139 @@
+"""Stage "user job": a person's own command (`wirewise run`), placed on the node's wiring,
+advised, submitted through the Slurm executor and recorded with the placement it got.
+
+Two ways to share a node with Slurm:
+- whole node (`--whole-node`): the job holds every GPU of the node (--exclusive), and the
+  command sees only the chosen set through CUDA_VISIBLE_DEVICES;
+- shared (default): Slurm picks K GPUs on a node whose features name the right fabric (the
+  `--constraint` that `wirewise topo slurm` suggests); once the job starts, the GPUs Slurm gave
+  are read back (`scontrol show job -d`), predicted next to the best free set, and a warning
+  says when they are worse.
+Either way the advised strategy is exported as WIREWISE_STRATEGY (given --model). The command
+goes to submitit as an argument list (command.CommandInJob), never through a shell; every
+option that reaches the batch script is checked first (command.RunRequest).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.userjob.command import RUN_LABELS, CommandInJob, RunRequest
+
+STRATEGY_ENV = "WIREWISE_STRATEGY"
+START_POLL_S = 0.5
+# What to change when Slurm refuses the job, in the options' terms.
+REFUSED_RUN = "change --gpus, --node, -p/--partition or -t/--time (or drop --whole-node); nothing was recorded"
+
+__all__ = ["RunRequest", "run_for"]
+
+
+def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu_mem_gb: float | None = None) -> dict:
+    """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
+    any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
+    from wirewise.orchestrator.decide import add_advice, existing_store, free_gpus, placement_wiring
+    from wirewise.orchestrator.placement.place import place
+    from wirewise.orchestrator.store import Store
+
+    if not request.command:
+        raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
+    node = request.node
+    topo, live = placement_wiring(topology_file, node, existing_store(db))
+    store = Store(db)  # the job is recorded: create the database once the request is sound
+    free_list, free_source = (
+        (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
+    )
+    placement = place(topo, request.gpus, "packed", free_list, store, free_source)
+    if request.model:
+        add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
+    result = submit_command(request, topo, placement, placement.get("strategy"), store)
+    result["reasons"] = placement["reasons"]
+    return result
+
+
+def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store) -> dict:
+    """Submit, (shared) read back the GPUs Slurm gave, record. Returns the `run --json` object."""
+    from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.executor.core import SubmissionRefused
+
+    env = {STRATEGY_ENV: strategy} if strategy else {}
+    pin = placement["gpus"] if request.whole_node else None
+    try:
+        submitted = executor_named("slurm").submit(job_request(request, topo),
+                                             CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
+    except SubmissionRefused as exc:
+        raise UserError(f"{exc}; {REFUSED_RUN}") from None
+    result = {
+        "job_id": submitted.elements[0],
+        "mode": "whole-node" if request.whole_node else "shared",
+        "node": request.node,
+        "command": list(request.command),
+        "gpus": pin,
+        "cuda_visible_devices": ",".join(map(str, pin)) if pin else None,
+        "constraint": None if request.whole_node else topo.fabric,
+        "strategy": strategy,
+        "predicted_busbw_gbs": placement["predicted_busbw_gbs"] if pin else None,
+        "basis": placement["basis"] if pin else None,
+        "best_free_gpus": placement["gpus"],
+        "best_free_busbw_gbs": placement["predicted_busbw_gbs"],
+        "folder": str(request.folder),
+        "warnings": [],
+    }
+    if not request.whole_node:
+        result.update(_given_by_slurm(result["job_id"], request.node, topo, placement, store, request.start_timeout_s))
+    result["record_id"] = record(store, result, request, topo, placement)
+    return result
+
+
+def job_request(request: RunRequest, topo):
+    """The whole node (every GPU allocated: --exclusive alone leaves CUDA_VISIBLE_DEVICES unset,
+    and all its memory), or K GPUs on a node of the fabric."""
+    from wirewise.orchestrator.executor.core import JobRequest
+
+    return JobRequest(
+        folder=request.job_folder, name="wirewise-run", time_min=request.time_min, cpus_per_task=request.cpus_per_task,
+        partition=request.partition, nodelist=request.node, whole_node=request.whole_node,
+        gpus_per_node=topo.gpus if request.whole_node else request.gpus,
+        constraint=None if request.whole_node else topo.fabric, labels=RUN_LABELS,
+    )
+
+
+def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store, timeout_s: float) -> dict:
+    """Wait for the job to hold its GPUs; predict them next to the best free set."""
+    from wirewise.orchestrator.placement.history import predictor
+    from wirewise.orchestrator.slurm.nodes import job_gpus
+
+    deadline = time.monotonic() + timeout_s
+    given = job_gpus(job_id, node)
+    while given is None and time.monotonic() < deadline:
+        time.sleep(START_POLL_S)
+        given = job_gpus(job_id, node)
+    if given is None:
+        return {"warnings": [f"job {job_id} had not started after {timeout_s:g} s: its GPUs are not known yet"]}
+    if len(given) != len(placement["gpus"]) or max(given) >= topo.gpus:
+        return {"gpus": given, "warnings": [f"Slurm gave GPUs {given}, which do not match this node's wiring"]}
+    prediction = predictor(topo, store).predict(given)
+    out = {"gpus": given, "cuda_visible_devices": ",".join(map(str, given)),
+           "predicted_busbw_gbs": prediction.busbw_gbs, "basis": prediction.basis, "warnings": []}
+    best = placement["predicted_busbw_gbs"]
+    if best is not None and prediction.busbw_gbs is not None and prediction.busbw_gbs < best:
+        out["warnings"].append(
+            f"Slurm gave GPUs {','.join(map(str, given))} (predicted {prediction.busbw_gbs:g} GB/s busbw); "
+            f"the best free set was {','.join(map(str, placement['gpus']))} ({best:g} GB/s)"
+        )
+    return out
+
+
+def record(store, result: dict, request: RunRequest, topo, placement: dict) -> int:
+    """One placed_jobs row; returns its id."""
+    from wirewise.orchestrator.store.placed_jobs import record_placed_job
+
+    return record_placed_job(
+        store, slurm_job_id=result["job_id"], mode=result["mode"], command=result["command"], node=result["node"],
+        requested_gpus=request.gpus, gpus=result["gpus"], fingerprint=topo.fingerprint, fabric=topo.fabric,
+        constraint=result["constraint"], predicted_busbw_gbs=result["predicted_busbw_gbs"], basis=result["basis"],
+        best_free_gpus=placement["gpus"], best_free_busbw_gbs=placement["predicted_busbw_gbs"],
+        model=request.model, strategy=result["strategy"], warnings=result["warnings"], folder=str(request.folder),
+    )
