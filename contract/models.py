@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from wirewise.limits import MAX_CONFIG_BYTES, loads_json, read_bounded
+
 Kind = Literal["causal-lm", "image-classification"]
 
 FOOD101_CLASSES = 101
@@ -77,10 +79,13 @@ MODELS: dict[str, ModelEntry] = {
 def local_config_path(name: str) -> Path | None:
     """The config.json a model argument points to, or None when it is not a local path."""
     path = Path(name).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        return path / "config.json"
-    if path.is_file():
-        return path
+    try:
+        if path.is_dir() and (path / "config.json").is_file():
+            return path / "config.json"
+        if path.is_file():
+            return path
+    except OSError:  # a name no file system holds (longer than NAME_MAX, ...): not a path
+        pass
     return None
 
 
@@ -92,10 +97,12 @@ def check_model_name(name: str) -> None:
     if path is None:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODELS)}, or a config file / model folder")
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"model config {str(path)!r} is not readable JSON: {exc}") from None
-    if not isinstance(doc, dict) or "model_type" not in doc:
+        doc = loads_json(read_bounded(path, MAX_CONFIG_BYTES))
+    except OSError as exc:
+        raise ValueError(f"model config {str(path)!r} cannot be read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ValueError(f"model config {str(path)!r} is not readable JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("model_type"), str):
         raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
 
 

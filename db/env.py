@@ -15,8 +15,16 @@ def run_migrations_offline() -> None:
 
 
 def run_migrations_online() -> None:
-    # Reuse the Store's engine set-up so SQLite gets its pragmas and BEGIN IMMEDIATE:
-    # two processes migrating at once then take turns instead of failing.
+    # The Store hands over its connection, inside the transaction that holds the migration
+    # lock (Store.upgrade): the migration is then all of that one transaction. Without one
+    # (the alembic command line), the Store's engine set-up, so SQLite gets its pragmas and
+    # BEGIN IMMEDIATE.
+    given = config.attributes.get("connection")
+    if given is not None:
+        context.configure(connection=given, target_metadata=METADATA, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
     from wirewise.orchestrator.store.engine import make_engine
 
     engine = make_engine(url)

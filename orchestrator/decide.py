@@ -85,8 +85,8 @@ def placement_for(
     from wirewise.orchestrator.placement.place import place
 
     store = Store.open_existing(db)
-    topo, live, model_source = placement_wiring(topology_file, node, store, gpu_name)
     given = sorted(parse_ranges(free, GPU_INDICES, option="--free")) if free is not None else None
+    topo, live, model_source = placement_wiring(topology_file, node, store, gpu_name)
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
     result = {"node": label, **place(topo, k, parse_policy(policy), free_list, store, free_source)}

@@ -7,8 +7,7 @@ params.py) and which strategy to run on a chosen GPU set (strategy.py).
 
 from __future__ import annotations
 
-from wirewise.errors import UserError
-from wirewise.orchestrator.advise.estimate import card_memory, estimate, memory_rows
+from wirewise.orchestrator.advise.estimate import card_memory, check_sizes, estimate, memory_rows
 from wirewise.orchestrator.advise.memory import ACCOUNTINGS, check_choice
 from wirewise.orchestrator.advise.params import ModelShape, model_shape
 from wirewise.orchestrator.advise.strategy import advise
@@ -39,10 +38,9 @@ def advise_placement(
     not used (it is by set shape on one node), and `busbw_gbs` is what the caller knows of the
     slowest wire (None: the network's is not known)."""
     check_choice(accounting, ACCOUNTINGS, "accounting")
-    if batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
-    shape = model if isinstance(model, ModelShape) else model_shape(model, seq_len)
     ranks = ranks or len(gpus)
+    check_sizes(ranks, batch_size, seq_len)
+    shape = model if isinstance(model, ModelShape) else model_shape(model, seq_len)
     gpu_name = topo.gpu_model if topo is not None else None
     memory_gb, memory_source = card_memory(gpu_mem_gb, gpu_name)
     memory = memory_rows(shape, ranks, batch_size, accounting, memory_gb, store)

@@ -13,7 +13,6 @@ The flows the CLI calls are below; each takes a Store and plain values and retur
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,11 +85,12 @@ REFUSED_CAMPAIGN = ("change the spec's target (partition, constraint, nodelist, 
 
 
 def submit_spec(store, spec: CampaignSpec, plan: Plan, executor: str, on_task=None) -> dict[str, Any]:
-    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local). When
-    the executor refuses the submission, nothing stays recorded or written: the same spec can
-    be submitted again once its target is fixed."""
-    from wirewise.atomic import write_json_atomic
-    from wirewise.orchestrator.campaign.folder import CampaignFolder
+    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local). The
+    folder is claimed right after the record (a name taken is said first). When the folder
+    cannot be claimed (not empty, another campaign's, not creatable) or the executor refuses the
+    submission, nothing stays recorded or written: the same spec can be submitted again once
+    its target is fixed."""
+    from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
     from wirewise.orchestrator.executor.core import SubmissionRefused
     from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
 
@@ -99,21 +99,18 @@ def submit_spec(store, spec: CampaignSpec, plan: Plan, executor: str, on_task=No
     gpus = plan.topology.gpus if plan.topology is not None else None
     root = campaign_folder(spec)
     submission = submission_for(spec, gpus, [(t.spec.task_id, 1) for t in plan.tasks], executor, root)
-    folder = CampaignFolder(root)
-    made_root = not root.exists()
-    create_campaign(store, spec.name, spec.model_dump(mode="json", exclude_unset=True), str(root), executor, plan.tasks)
+    doc = spec.model_dump(mode="json", exclude_unset=True)
+    create_campaign(store, spec.name, doc, str(root), executor, plan.tasks)
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        import yaml
-
-        (root / "spec.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_unset=True), sort_keys=False))
-        write_json_atomic(root / "plan.json", plan.to_json())
-        for task in plan.tasks:
-            folder.write_task(task.spec)
+        made_root = write_campaign(root, spec.name, doc, plan.to_json(), [task.spec for task in plan.tasks])
+    except BaseException:
+        forget_campaign(store, spec.name)
+        raise
+    try:
         return dispatch(store, spec.name, submission, root, executor, on_task)
     except SubmissionRefused as exc:
         forget_campaign(store, spec.name)
-        folder.remove_written([t.spec.task_id for t in plan.tasks], whole=made_root)
+        CampaignFolder(root).remove_written([t.spec.task_id for t in plan.tasks], whole=made_root)
         raise UserError(f"campaign {spec.name}: {exc}; {REFUSED_CAMPAIGN}. Nothing was recorded") from None
 
 
@@ -128,10 +125,10 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
     from wirewise.orchestrator.store.campaigns import set_submitted
 
     runner = executor_named(executor)
-    ran: list[str] = []
+    ran: dict[str, str] = {}
 
     def on_each(task_id: str, status: str) -> None:
-        ran.append(task_id)
+        ran[task_id] = status
         if on_task is not None:
             on_task(task_id, status)
 
@@ -159,7 +156,8 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
         return {"campaign": name, "executor": executor, "folder": str(root), "arrays": sorted(arrays), **submission.to_json()}
     collected, status = collect_campaign(store, name)
     return {"campaign": name, "executor": executor, "folder": str(root), "ran": len(ran),
-            "stored_records": collected.new, "counts": status.counts, **submission.to_json()}
+            "stored_records": collected.new, "counts": status.counts, "interrupted": _cancelled(ran),
+            **submission.to_json()}
 
 
 def _cancelled(ran: dict[str, str]) -> bool:
@@ -171,6 +169,7 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
     """Submit again exactly the tasks that are missing, failed, cancelled or timed out (and oom
     when asked), each as its next attempt, up to max_attempts runs per task. When the executor
     refuses, the tasks keep the statuses and attempts they had."""
+    from wirewise.orchestrator.campaign.folder import missing_task_specs, read_plan_node
     from wirewise.orchestrator.campaign.spec import parse_spec
     from wirewise.orchestrator.campaign.track import collect_campaign, to_retry
     from wirewise.orchestrator.executor.core import SubmissionRefused
@@ -186,7 +185,12 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
     if not retry:
         return summary
     spec = parse_spec(info.spec, f"campaign {name}")
-    node = json.loads((Path(info.folder) / "plan.json").read_text()).get("node") or {}
+    node = read_plan_node(Path(info.folder))
+    lost = missing_task_specs(Path(info.folder), [task_id for task_id, _ in retry])
+    if lost:  # before any attempt is counted: a run without its spec.json cannot start
+        raise UserError(f"campaign folder {info.folder} has lost the spec.json of {len(lost)} task(s) to resubmit "
+                        f"({lost[0]}, ...); the stored results are kept; `wirewise campaign forget {name}` removes "
+                        "the campaign's records, to submit it again")
     submission = submission_for(spec, node.get("gpus"), retry, info.executor, Path(info.folder))
     retried = dict(retry)
     before = [t for t in status.stored if t.task_id in retried]  # where each task was sent, its attempts
@@ -198,6 +202,25 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
         set_statuses(store, statuses, {t.task_id: t.attempts for t in before})
         set_submitted(store, name, {t.task_id: (t.bundle, t.element) for t in before}, [])
         raise UserError(f"campaign {name}: {exc}; {REFUSED_CAMPAIGN}. Its tasks are as they were") from None
+
+
+def forget(store, name: str, remove_results: bool) -> dict[str, Any]:
+    """Remove a campaign's records (and its results, when asked) from the store; its folder
+    stays on disk. Refused while its folder shows tasks still running or pending; a campaign
+    whose folder is gone (or unreadable) can always be forgotten."""
+    from wirewise.orchestrator.campaign.track import campaign_status
+    from wirewise.orchestrator.store.campaigns import campaign_info, forget_campaign
+
+    info = campaign_info(store, name)
+    try:
+        running = not campaign_status(store, name).done
+    except UserError:  # its folder is missing or not its own, or Slurm cannot be asked
+        running = False
+    if running:
+        raise UserError(f"campaign {name!r} still has tasks running or pending: `wirewise campaign cancel {name}` first")
+    removed = forget_campaign(store, name, remove_results)
+    return {"campaign": name, "tasks_removed": removed["tasks"], "results_removed": removed["results"],
+            "results_kept": not remove_results, "folder": info.folder}
 
 
 def cancel_campaign(store, name: str) -> dict[str, Any]:

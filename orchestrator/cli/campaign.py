@@ -86,21 +86,37 @@ def submit(
         print_json(report)
     else:
         typer.echo("\n".join(submitted_lines(report)))
+    _exit_if_interrupted(report)
+
+
+def _exit_if_interrupted(report: dict) -> None:
+    """A local run stopped by Ctrl-C (or `campaign cancel`) exits 130 once its cancelled task
+    is stored, as `bench` does (wirewise.orchestrator.run.here.EXIT_CANCELLED)."""
+    from wirewise.orchestrator.run.here import EXIT_CANCELLED
+
+    if report.get("interrupted"):
+        typer.echo(f"wirewise: campaign {report['campaign']} stopped: its cancelled task is stored; "
+                   f"`wirewise campaign resume {report['campaign']}` runs the rest", err=True)
+        raise typer.Exit(EXIT_CANCELLED)
 
 
 @app.command()
 def status(
     name: NameArg,
     watch: Annotated[bool, typer.Option("--watch", help="Poll until every task has ended, then collect.")] = False,
-    interval: Annotated[float, typer.Option("--interval", min=1.0, help="Seconds between polls with --watch.")] = 10.0,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls with --watch (1 to 86400).")] = 10.0,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
     """Tasks per state, from the campaign folder and one Slurm query per poll."""
+    from wirewise.errors import UserError
+    from wirewise.limits import MAX_INTERVAL_S
     from wirewise.orchestrator.campaign.track import campaign_status, collect_campaign
     from wirewise.orchestrator.report.campaigns import status_table
     from wirewise.orchestrator.store import Store
 
+    if not 1 <= interval <= MAX_INTERVAL_S:  # also refuses nan
+        raise UserError(f"--interval {interval:g}: give seconds from 1 to {MAX_INTERVAL_S}")
     store = Store(db)
     state = campaign_status(store, name)
     if watch:
@@ -145,6 +161,7 @@ def resume(
         report = resume_campaign(Store(db), name, include_oom, max_attempts, on_task)
     if json:
         print_json(report)
+        _exit_if_interrupted(report)
         return
     if not report["resubmitted"]:
         typer.echo(f"campaign {name}: nothing to resubmit")
@@ -152,6 +169,7 @@ def resume(
         typer.echo("\n".join(submitted_lines(report)))
     if report["attempt_limit_reached"]:
         typer.echo(f"{len(report['attempt_limit_reached'])} task(s) left out: they ran {max_attempts} times (--max-attempts)")
+    _exit_if_interrupted(report)
 
 
 @app.command()
@@ -169,6 +187,26 @@ def cancel(name: NameArg, db: DbOption = None, json: JsonOption = False) -> None
         arrays = report["cancelled_arrays"]
         note = f" ({report['note']})" if report.get("note") else ""
         typer.echo(f"campaign {name}: cancelled {', '.join(arrays)}" if arrays else f"campaign {name}: nothing running{note}")
+
+
+@app.command()
+def forget(
+    name: NameArg,
+    remove_results: Annotated[bool, typer.Option("--remove-results", help="Remove the campaign's stored results too (default: kept).")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Remove a campaign's records (its results stay unless --remove-results); its folder stays on disk."""
+    from wirewise.orchestrator.campaign import forget as forget_campaign
+    from wirewise.orchestrator.store import Store
+
+    report = forget_campaign(Store(db), name, remove_results)
+    if json:
+        print_json(report)
+        return
+    kept = "its results kept" if report["results_kept"] else f"{report['results_removed']} result(s) removed"
+    typer.echo(f"campaign {name} forgotten: {report['tasks_removed']} task record(s) removed, {kept}; "
+               f"its folder {report['folder']} is left as it is")
 
 
 @app.command("list")

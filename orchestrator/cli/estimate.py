@@ -34,12 +34,13 @@ def estimate(
 
 
 def print_estimate(result: dict) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     out = console()
     memory = f"{result['gpu_mem_gb']:g} GB" if result["gpu_mem_gb"] else "unknown memory"
     table = Table(
-        title=f"{result['model']}: {result['params'] / 1e9:.2f}B params, {result['gpus']} GPU(s) of {memory}",
+        title=f"{escape(result['model'])}: {result['params'] / 1e9:.2f}B params, {result['gpus']} GPU(s) of {memory}",
         show_header=True,
     )
     table.caption = "GB per GPU (10^9 bytes)"

@@ -146,7 +146,7 @@ def advise_job(
     (default: every GPU the job holds, or every idle one here). `cpu`: CPU ranks (gloo) even
     where GPUs answer, placed on the wiring all the same. `option` names `strategy` in messages
     (the CLI's --strategy)."""
-    from wirewise.orchestrator.decide import existing_store
+    from wirewise.orchestrator.store import Store
 
     env = os.environ if env is None else env
     shape = _shape(model, params, seq_len)
@@ -156,7 +156,7 @@ def advise_job(
     allocation = read_allocation(env, Path(topology_file) if topology_file else None)
     if cpu:
         allocation = replace(allocation, live=False)
-    store = existing_store(db)
+    store = Store.open_existing(db)
     placement, per_node, reasons = _placement(allocation, gpus, store, "--cpu" if cpu else "no NVIDIA driver answers here")
     on_gpu = allocation.live and placement is not None
     ranks = per_node * len(allocation.nodes)

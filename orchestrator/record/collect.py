@@ -31,18 +31,38 @@ class Collected:
 
 
 def result_files(paths: list[str | Path]) -> list[Path]:
-    """Result files named, or found (as result.json) under the folders named; UserError for a
-    path that is neither."""
+    """Result files named, or found (as result.json) under the folders named. Everything is
+    checked before anything is stored: a path that is neither a file nor a folder, and a result
+    file that is not a regular file within MAX_RESULT_BYTES (a FIFO, /dev/zero behind a
+    symlink), is a UserError. A folder that happens to be named result.json is searched, not read."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_file():
+        if path.is_dir():
+            found.extend(p for p in sorted(path.rglob(RESULT_NAME)) if not p.is_dir())
+        elif path.exists() or path.is_symlink():
             found.append(path)
-        elif path.is_dir():
-            found.extend(sorted(path.rglob(RESULT_NAME)))
         else:
             raise UserError(f"{raw}: no such file or folder (give result files or run folders)")
+    for path in found:
+        _check_readable(path)
     return found
+
+
+def _check_readable(path: Path) -> None:
+    import stat
+
+    from wirewise.limits import MAX_RESULT_BYTES, size_text
+
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror}); nothing stored") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UserError(f"{path}: not a regular file: a FIFO, a device or a socket; nothing stored")
+    if info.st_size > MAX_RESULT_BYTES:
+        raise UserError(f"{path}: {info.st_size} bytes, past the bound of {size_text(MAX_RESULT_BYTES)} for a "
+                        "result file; nothing stored")
 
 
 def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) -> tuple[list[ResultRecord], int]:
@@ -63,9 +83,15 @@ def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) 
 
 
 def collect(store: Store, files: list[Path]) -> Collected:
+    """Store each file, each in one transaction: a file that is not a result file stores
+    nothing of itself, and the error says how many files before it were stored."""
     summary = Collected()
     for path in files:
-        records, new = ingest_patiently(store, path)
+        try:
+            records, new = ingest_patiently(store, path)
+        except UserError as exc:
+            before = f" ({summary.files} file(s) before it are stored)" if summary.files else ""
+            raise UserError(f"{exc}{before}") from None
         summary.files += 1
         summary.records += len(records)
         summary.new += new

@@ -77,7 +77,7 @@ def status_table(state):
     table.add_column("tasks", justify="right")
     table.add_column("share", justify="right")
     for status, count in state.counts.items():
-        table.add_row(f"[{STATE_STYLES.get(status, 'white')}]{status}[/]", str(count), f"{count / total:.0%}")
+        table.add_row(f"[{STATE_STYLES.get(status, 'white')}]{escape(status)}[/]", str(count), f"{count / total:.0%}")
     return Group(header, table)
 
 
@@ -86,6 +86,7 @@ def campaigns_table(rows: list[dict[str, Any]]) -> Table:
     for column in ("campaign", "executor", "tasks", "states", "created"):
         table.add_column(column)
     for row in rows:
-        states = " ".join(f"{k} {v}" for k, v in sorted(row["counts"].items()))
-        table.add_row(escape(row["name"]), row["executor"] or "-", str(row["tasks"]), states, f"{row['created_at']:%Y-%m-%d %H:%M}")
+        states = escape(" ".join(f"{k} {v}" for k, v in sorted(row["counts"].items())))
+        table.add_row(escape(row["name"]), escape(row["executor"] or "-"), str(row["tasks"]), states,
+                      f"{row['created_at']:%Y-%m-%d %H:%M}")
     return table

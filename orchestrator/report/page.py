@@ -31,11 +31,15 @@ def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
         raise UserError("no results match: nothing to report (wirewise results lists what is stored)")
     _check_out(out)
     figures = build_figures(found)
-    out.mkdir(parents=True, exist_ok=True)
-    drawn = [(figure, draw(figure, out)) for figure in figures]
     wirings = wirings_of(store, {(f["node"], f["fingerprint"]) for f in found if f["fingerprint"]})
     index = out / "index.html"
-    write_text_atomic(index, page(filters, found, drawn, wirings))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        drawn = [(figure, draw(figure, out)) for figure in figures]
+        write_text_atomic(index, page(filters, found, drawn, wirings))
+    except OSError as exc:  # full, read-only, or changed under us since _check_out
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise UserError(f"--out {str(out)!r}: cannot write the report there: {exc.strerror or exc}{where}") from None
     return {
         "out": str(out),
         "index": str(index),
@@ -46,10 +50,20 @@ def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
 
 
 def _check_out(out: Path) -> None:
+    """A folder wirewise may write the report into, checked before anything is drawn."""
+    import os
+
+    if out.is_symlink() and not out.exists():
+        raise UserError(f"--out {str(out)!r} is a link to {os.readlink(out)!r}, which does not exist")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {str(out)!r} is a file, not a folder")
     if not out.exists() and not out.parent.is_dir():
         raise UserError(f"--out {str(out)!r}: its folder {str(out.parent)!r} does not exist")
+    if (out / "index.html").is_dir():
+        raise UserError(f"--out {str(out)!r}: index.html there is a folder; move it away or give another --out")
+    folder = out if out.exists() else out.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"--out {str(out)!r}: {str(folder)!r} is not writable")
 
 
 def wirings_of(store: Store, pairs: set[tuple[str | None, str]]) -> list[dict[str, Any]]:

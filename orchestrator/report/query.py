@@ -21,41 +21,81 @@ from wirewise.orchestrator.store.results import (
 )
 
 
+PLACEMENTS = ("packed", "spread", "all", "explicit", "cpu")  # as campaigns record them, or derived
+TRANSPORTS = ("default", "pcie")
+
+
 def parse_filters(**options: Any) -> Filters:
-    """Filters from command-line text: sizes ('1G'), dates ('2026-11-30', '7d') and choices checked."""
+    """Filters from command-line text: sizes ('1G'), dates ('2026-11-30', '7d'), counts and
+    choices checked, so a typo is an error and never an empty "no results match"."""
+    from wirewise.limits import MAX_INT, MAX_RANKS
     from wirewise.units import parse_size
 
-    for name, choices in (("workload", WORKLOADS), ("source", SOURCES), ("status", STATUSES)):
-        if options.get(name) is not None and options[name] not in choices:
-            raise UserError(f"--{name} {options[name]!r}: choose one of {', '.join(choices)}")
+    for name, choices in (("workload", WORKLOADS), ("source", SOURCES), ("status", STATUSES),
+                          ("placement", PLACEMENTS), ("transport", TRANSPORTS), ("strategy", None)):
+        if options.get(name) is not None and options[name] not in (choices or _strategies()):
+            raise UserError(f"--{name} {options[name]!r}: choose one of {', '.join(choices or _strategies())}")
+    if options.get("op") is not None:
+        check_op(options["op"])
     if options.get("bytes") is not None:
         try:
-            options["bytes"] = parse_size(options["bytes"])
+            options["bytes"] = parse_size(options["bytes"], MAX_INT)
         except ValueError as exc:
             raise UserError(f"--bytes {options['bytes']!r}: {exc}") from None
+    if options.get("gpus") is not None and not 0 <= options["gpus"] <= MAX_RANKS:
+        raise UserError(f"--gpus {options['gpus']}: give a GPU count from 0 to {MAX_RANKS}")
     if options.get("since") is not None:
         options["since"] = parse_since(options["since"])
     options["campaigns"] = tuple(options.get("campaigns") or ())
     return Filters(**options)
 
 
-_AGE = re.compile(r"^(\d+)([dhm])$")
+def _strategies() -> tuple[str, ...]:
+    """The strategies known here (built in and plug-ins): imported only for a --strategy filter,
+    as the registry's import costs a query about 37 ms."""
+    from wirewise.registry import STRATEGIES
+
+    return tuple(STRATEGIES)
+
+
+def check_op(op: str) -> None:
+    """An op wirewise runs, or one nccl-tests measures (imported logs)."""
+    from wirewise.registry import OPS
+
+    if op in OPS:
+        return
+    from wirewise.orchestrator.record.nccl_tests import KNOWN_OPS
+
+    if op not in KNOWN_OPS:
+        raise UserError(f"--op {op!r}: choose one of {', '.join(sorted(set(OPS) | KNOWN_OPS))}")
+
+
+_AGE = re.compile(r"^(\d{1,12})([dhm])$")
+_MINUTES = {"d": 1440, "h": 60, "m": 1}
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """'2026-11-30', '2026-11-30T12:00[+01:00]' or an age ('7d', '12h', '30m'), as UTC."""
+    """'2026-11-30', '2026-11-30T12:00[+01:00]' or an age ('7d', '12h', '30m', up to
+    MAX_AGE_DAYS), as UTC."""
+    from wirewise.limits import MAX_AGE_DAYS
+
     text = text.strip()
     age = _AGE.match(text)
     if age:
-        unit = {"d": "days", "h": "hours", "m": "minutes"}[age.group(2)]
-        return (now or datetime.now(timezone.utc)) - timedelta(**{unit: int(age.group(1))})
+        minutes = int(age.group(1)) * _MINUTES[age.group(2)]
+        if minutes > MAX_AGE_DAYS * 1440:
+            raise UserError(f"--since {text!r}: an age is at most {MAX_AGE_DAYS} days")
+        return (now or datetime.now(timezone.utc)) - timedelta(minutes=minutes)
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
         raise UserError(f"--since {text!r}: give a date (2026-11-30), a time (2026-11-30T12:00) or an age (7d, 12h, 30m)") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc)
+    try:
+        return when.astimezone(timezone.utc)
+    except OverflowError:
+        raise UserError(f"--since {text!r}: out of range in UTC (years 1 to 9999)") from None
 
 
 # -- resolving names -----------------------------------------------------------------

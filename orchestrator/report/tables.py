@@ -43,7 +43,7 @@ def results_tables(rows: list[dict[str, Any]]) -> list:
         for metric in metrics:
             table.add_column(_SHOWN[metric][0], justify="right")
         for row in mine:
-            cells = [cell_text(name, row.get(name)) for name in varying] + [row["status"], str(row["count"])]
+            cells = [cell_text(name, row.get(name)) for name in varying] + [cell_text("status", row["status"]), str(row["count"])]
             table.add_row(*cells, *(metric_text(row, m) for m in metrics))
         tables.append(table)
     return tables
@@ -125,11 +125,12 @@ def _verdict_text(row: dict[str, Any]) -> str:
 
 def doctor_table(found: dict[str, Any]):
     """doctor's findings (it has some): node, check, evidence, what to check."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{len(found['findings'])} finding(s) on {', '.join(found['nodes'])}")
+    table = Table(title=escape(f"{len(found['findings'])} finding(s) on {', '.join(found['nodes'])}"))
     for name in ("node", "check", "evidence", "what to check"):
         table.add_column(name, overflow="fold", max_width=70)
-    for f in found["findings"]:
-        table.add_row(f["node"], f["check"], f["evidence"], f["advice"])
+    for f in found["findings"]:  # node names and evidence come from the store and NVML: text, never markup
+        table.add_row(*(escape(str(f[key])) for key in ("node", "check", "evidence", "advice")))
     return table

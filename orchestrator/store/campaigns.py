@@ -100,19 +100,6 @@ def _array_of(element: str | None, arrays: list[str]) -> str | None:
     return array if array in arrays else None
 
 
-def forget_campaign(store: Store, name: str) -> None:
-    """Remove a campaign's row and its task rows, in one transaction (stored results stay)."""
-    from sqlalchemy import delete, select
-
-    from wirewise.orchestrator.store.schema import CAMPAIGNS, TASKS
-
-    with store.session() as session:
-        campaign_id = session.scalar(select(CAMPAIGNS.c.id).where(CAMPAIGNS.c.name == name))
-        if campaign_id is not None:
-            session.execute(delete(TASKS).where(TASKS.c.campaign_id == campaign_id))
-            session.execute(delete(CAMPAIGNS).where(CAMPAIGNS.c.id == campaign_id))
-
-
 def set_statuses(store: Store, statuses: dict[str, str], attempts: dict[str, int] | None = None) -> None:
     """Task statuses (and new attempt numbers, for a resume) by task id."""
     if not statuses and not attempts:
@@ -134,6 +121,23 @@ def _by_key(**values):
     from wirewise.orchestrator.store.schema import TASKS
 
     return update(TASKS).where(TASKS.c.key == bindparam("k")).values(**values)
+
+
+def forget_campaign(store: Store, name: str, remove_results: bool = False) -> dict[str, int]:
+    """Remove a campaign's record and its task rows, and its result rows when asked, in one
+    transaction; returns how many rows of each went. Its folder is not touched."""
+    from sqlalchemy import delete, select
+
+    from wirewise.orchestrator.store.schema import CAMPAIGNS, RESULTS, TASKS
+
+    with store.session() as session:
+        campaign_id = session.scalar(select(CAMPAIGNS.c.id).where(CAMPAIGNS.c.name == name))
+        if campaign_id is None:
+            raise UserError(f"no campaign named {name!r}")
+        tasks = session.execute(delete(TASKS).where(TASKS.c.campaign_id == campaign_id)).rowcount
+        session.execute(delete(CAMPAIGNS).where(CAMPAIGNS.c.id == campaign_id))
+        results = session.execute(delete(RESULTS).where(RESULTS.c.campaign == name)).rowcount if remove_results else 0
+    return {"tasks": tasks, "results": results}
 
 
 def list_campaigns(store: Store) -> list[dict[str, Any]]:

@@ -90,9 +90,11 @@ def check_sqlite_file(url: str, database: str | None, memory: bool = False) -> N
     """A SQLite database wirewise can keep: a file, in a folder that exists."""
     if not database or database == ":memory:" or memory:
         raise UserError(f"--db {url}: an in-memory SQLite database keeps nothing once wirewise exits; give a file, e.g. sqlite:///wirewise.db")
-    folder = Path(database).expanduser().resolve().parent
-    if not folder.is_dir():
-        raise UserError(f"database folder does not exist: {folder}")
+    path = Path(database).expanduser().resolve()
+    if not path.parent.is_dir():
+        raise UserError(f"database folder does not exist: {path.parent}")
+    if path.exists() and not path.is_file():  # a folder, a device such as /dev/zero, a FIFO
+        raise UserError(f"--db {url}: {path} is not a regular file; give a database file, e.g. sqlite:///wirewise.db")
 
 
 def make_engine(url: str) -> Engine:
@@ -123,6 +125,17 @@ def make_engine(url: str) -> Engine:
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
     return engine
+
+
+MIGRATION_LOCK_KEY = 0x77697265  # "wire": the PostgreSQL advisory lock migrations take
+
+
+def _revision(conn) -> str | None:
+    from sqlalchemy import inspect, text
+
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 class Store:
@@ -179,14 +192,11 @@ class Store:
                 return db.scalar("SELECT version_num FROM alembic_version")
         except self._driver_errors():
             pass  # no alembic_version, or no database at all: the inspection below tells which
-        from sqlalchemy import inspect, text
         from sqlalchemy.exc import DatabaseError
 
         try:
             with self.engine.execution_options(**{READ_ONLY: True}).connect() as conn:
-                if not inspect(conn).has_table("alembic_version"):
-                    return None
-                return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+                return _revision(conn)
         except DatabaseError as exc:  # not a database at all, or one that cannot be opened
             first_line = str(exc.orig).strip().splitlines()[0]
             raise UserError(f"cannot open database {self.safe_url}: {first_line}") from None
@@ -201,32 +211,44 @@ class Store:
 
     def upgrade(self) -> None:
         """Apply pending migrations; a no-op (no alembic import) when the schema is current.
-        A schema this wirewise cannot migrate is a one-line UserError, never a half-migrated store."""
-        revision = self.current_revision()
-        if revision == HEAD:
+        A schema this wirewise cannot migrate is a one-line UserError, never a half-migrated store.
+
+        Migrating holds the database's write lock from the first look to the last statement
+        (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-scoped advisory lock, and its DDL is
+        transactional), the way concurrent imports take turns: two commands opening a new
+        database at once find it unmigrated, one migrates, the other waits and then finds it
+        current, instead of seeing the first one's tables without their alembic_version."""
+        if self.current_revision() == HEAD:
             return
         from alembic import command
         from alembic.script import ScriptDirectory
+        from sqlalchemy import text
 
         config = self._alembic_config()
         known = {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}
-        if revision is None:
-            self._check_unversioned()
-        elif revision not in known:
-            raise UserError(
-                f"database {self.safe_url} has schema revision {revision!r}, newer than this wirewise knows "
-                f"(up to {HEAD}): upgrade wirewise"
-            )
-        command.upgrade(config, "head")
+        with self.engine.connect() as conn, conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            revision = _revision(conn)  # again, under the lock: another command may have migrated meanwhile
+            if revision == HEAD:
+                return
+            if revision is None:
+                self._check_unversioned(conn)
+            elif revision not in known:
+                raise UserError(
+                    f"database {self.safe_url} has schema revision {revision!r}, newer than this wirewise knows "
+                    f"(up to {HEAD}): upgrade wirewise"
+                )
+            config.attributes["connection"] = conn  # wirewise.db.env migrates inside this transaction
+            command.upgrade(config, "head")
 
-    def _check_unversioned(self) -> None:
+    def _check_unversioned(self, conn) -> None:
         """wirewise's tables without alembic_version: made some other way; migrating would fail."""
         from sqlalchemy import inspect
 
         from wirewise.orchestrator.store.schema import METADATA
 
-        with self.engine.connect() as conn:
-            ours = sorted(set(inspect(conn).get_table_names()) & set(METADATA.tables))
+        ours = sorted(set(inspect(conn).get_table_names()) & set(METADATA.tables))
         if ours:
             raise UserError(
                 f"database {self.safe_url} holds wirewise tables ({', '.join(ours)}) but no alembic_version, so its "

@@ -318,6 +318,18 @@ def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) ->
     return {(op, size, count, dtype, flag(in_place), *figures) for op, size, count, dtype, in_place, *figures in rows}
 
 
+def too_long(row: dict) -> str | None:
+    """What in a result row is wider than its text column: PostgreSQL refuses a longer value
+    (SQLite would keep it), so both refuse it, in words."""
+    from wirewise.orchestrator.store.schema import RESULTS
+
+    for column in RESULTS.columns:
+        width, value = getattr(column.type, "length", None), row.get(column.name)
+        if width and isinstance(value, str) and len(value) > width:
+            return f"{column.name} of {len(value)} characters, longer than the {width} the store keeps"
+    return None
+
+
 def ok_results(store: Store, columns: tuple[str, ...], present: tuple[str, ...] = (), **equal: Any) -> list[tuple]:
     """The `columns` of every ok result whose columns `equal` the values given and whose
     `present` columns hold a value (not NULL, not NaN); JSON columns decoded."""

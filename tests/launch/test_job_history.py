@@ -67,7 +67,7 @@ def test_a_gpu_jobs_figures_become_measured_history_with_their_source(tmp_path, 
     assert placed["gpus"] == [0, 1]
     assert (rows["ddp"]["basis"], rows["ddp"]["results"], rows["ddp"]["sources"]) == ("measured", 1, ["job"])
     assert rows["ddp"]["predicted_tokens_per_s"] == 30_000
-    assert rows["fsdp"]["basis"] == "model" and rows["fsdp"]["sources"] == []
+    assert rows["fsdp"]["basis"] == "fitted"  # the step model fitted to the job's one ddp run
     assert placed["strategy"] == "ddp"
     assert "ddp measured fastest on this wiring and set shape (30000 tokens/s over 1 result(s) of job)" in " ".join(placed["reasons"])
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import wirewise
 from tests.launch.conftest import fake_gpu_node, no_slurm
-from tests.topology.common import NVL_QUADS
+from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # the GPU model named: busbw and fit known
 from wirewise import registry
 from wirewise.configs import deepspeed_launch_config, launcher_config
 from wirewise.errors import UserError
@@ -187,7 +187,7 @@ def test_a_job_holding_gpus_of_two_quads_gets_a_pair_inside_one(tmp_path, script
     env = no_slurm(CUDA_VISIBLE_DEVICES="0,1,4,5")
     found = planned(script, tmp_path, env, model="tiny-mistral", gpus=2, topology_file=NVL_QUADS)
     assert found["placement"]["gpus"] == [0, 1] and found["placement"]["predicted_busbw_gbs"] == 120.0
-    assert found["fabric"] == "nvlink-groups" and found["fingerprint"].startswith("3d507fee")
+    assert found["fabric"] == "nvlink-groups" and found["fingerprint"].startswith("3d646ba4")
     assert (found["device"], found["gpus"], found["assigned_gpus"]) == ("cpu", [], [0, 1])
     assert any("CPU rank(s) (gloo) stand in for GPUs 0,1" in r for r in found["reasons"])
     every = planned(script, tmp_path, env, model="tiny-mistral", topology_file=NVL_QUADS)
