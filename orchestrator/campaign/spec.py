@@ -171,10 +171,13 @@ class Workload(BaseModel):
 
 class Target(BaseModel):
     """Where the tasks run. For Slurm, each array element takes a whole node and runs
-    `tasks_per_element` tasks one after another on their planned GPUs."""
+    `tasks_per_element` tasks one after another on their planned GPUs. `scope: each-node`
+    makes it a fleet campaign: every node of the partition, node list or constraint runs
+    the whole grid, pinned to it and planned on its own wiring."""
 
     model_config = Strict
     executor: ExecutorName = "local"  # a name of wirewise.orchestrator.executor.EXECUTORS
+    scope: Literal["each-node"] | None = None  # None: the tasks go to nodes of one type, wherever Slurm puts them
     partition: SlurmWord | None = None
     account: SlurmWord | None = None
     qos: SlurmWord | None = None
@@ -189,6 +192,18 @@ class Target(BaseModel):
     backend: Literal["nccl", "gloo"] | None = None  # default: nccl on GPUs, gloo on CPU ranks
     timeout_s: float = Field(3600.0, gt=0)  # per task, enforced by the supervisor
     folder: Folder | None = None  # campaign folder (shared storage for Slurm); default $WIREWISE_RUNS/campaigns/NAME
+
+    @model_validator(mode="after")
+    def _fleet(self) -> Target:
+        if self.scope != "each-node":
+            return self
+        if not (self.partition or self.nodelist or self.constraint):
+            raise ValueError("scope each-node: name the nodes with partition, nodelist or constraint")
+        if self.nodes != 1:
+            raise ValueError("scope each-node runs each node on its own: nodes must be 1 (pair tests: `wirewise fleet pairs`)")
+        if self.fingerprint:
+            raise ValueError("scope each-node plans every node on its own wiring: drop fingerprint (constraint selects nodes)")
+        return self
 
     @property
     def time_minutes(self) -> int:

@@ -31,6 +31,7 @@ class TaskInfo:
     attempts: int
     bundle: int | None
     element: str | None  # as its executor names it: a Slurm array element ARRAY_INDEX, a local run
+    node: str | None = None  # the nodes it is pinned to (a fleet campaign's node, a pair test's two), comma-separated
 
 
 def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, executor: str, tasks) -> None:
@@ -43,11 +44,23 @@ def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, 
         campaign = CampaignRow(name=name, spec=spec, folder=folder, executor=executor, slurm_arrays=[])
         session.add(campaign)
         session.flush()
-        session.add_all(
-            TaskRow(key=t.spec.task_id, campaign_id=campaign.id, workload=t.spec.workload, params=t.spec.params,
-                    gpus=t.spec.gpus, placement=t.placement, transport=t.transport, repeat=t.repeat, attempts=1)
-            for t in tasks
-        )
+        session.add_all(_task_rows(campaign.id, tasks))
+
+
+def add_tasks(store: Store, name: str, tasks) -> None:
+    """More planned tasks for a campaign already recorded (a pair test's next round)."""
+    with store.session() as session:
+        campaign_id = session.scalar(select(CampaignRow.id).where(CampaignRow.name == name))
+        session.add_all(_task_rows(campaign_id, tasks))
+
+
+def _task_rows(campaign_id: int, tasks) -> list[TaskRow]:
+    return [
+        TaskRow(key=t.spec.task_id, campaign_id=campaign_id, workload=t.spec.workload, params=t.spec.params,
+                gpus=t.spec.gpus, node=",".join(t.spec.hosts) or None, placement=t.placement, transport=t.transport,
+                repeat=t.repeat, attempts=1)
+        for t in tasks
+    ]
 
 
 def campaign_info(store: Store, name: str) -> CampaignInfo:
@@ -64,7 +77,7 @@ def campaign_info(store: Store, name: str) -> CampaignInfo:
 def campaign_tasks(store: Store, name: str) -> list[TaskInfo]:
     with store.read() as session:
         rows = session.execute(
-            select(TaskRow.key, TaskRow.status, TaskRow.attempts, TaskRow.bundle, TaskRow.slurm_job_id)
+            select(TaskRow.key, TaskRow.status, TaskRow.attempts, TaskRow.bundle, TaskRow.slurm_job_id, TaskRow.node)
             .join(CampaignRow, CampaignRow.id == TaskRow.campaign_id)
             .where(CampaignRow.name == name)
             .order_by(TaskRow.id)
