@@ -222,13 +222,27 @@ def _watch(store, name, state, interval: float, quiet: bool):
 
 @contextmanager
 def _survey_progress(quiet: bool):
-    """A progress bar while a fleet campaign's unsurveyed nodes are probed; yields its callback."""
+    """A progress bar while a fleet campaign's unsurveyed nodes are probed, shown from the first
+    answer on (most submissions probe nothing); yields its callback."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("[bold]probing wiring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=quiet, transient=True) as progress:
-        bar = progress.add_task("survey", total=None)
-        yield lambda done, total: progress.update(bar, completed=done, total=total)
+    shown: list = []
+
+    def on_probe(done: int, total: int) -> None:
+        if quiet:
+            return
+        if not shown:
+            progress = Progress(TextColumn("[bold]probing wiring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                transient=True)
+            progress.start()
+            shown.extend([progress, progress.add_task("survey", total=total)])
+        shown[0].update(shown[1], completed=done, total=total)
+
+    try:
+        yield on_probe
+    finally:
+        if shown:
+            shown[0].stop()
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from wirewise.orchestrator.executor.core import Node, Scope
 from wirewise.orchestrator.fleet.schedule import MODES, next_round
 from wirewise.orchestrator.fleet.verdict import DEFAULT_TOLERANCE, Measure, Pair, Verdict, judge
 
-POLL_S = 2.0
+POLL_S = 1.0
 OnRound = Callable[[int, list[Pair], list[Measure]], None]  # (round, its pairs, their measures)
 
 

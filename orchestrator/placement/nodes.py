@@ -87,7 +87,8 @@ def choose_nodes(nodes: list[NodeState], k: int, leaf_of: dict[str, str] | None 
             best = choice
     if best is None:
         total = sum(len(node.free) for node in nodes)
-        raise Unplaceable(f"{k} GPUs cannot be placed with equal GPUs per node on one wiring ({total} free in all)")
+        raise Unplaceable(f"{k} GPUs cannot be placed with equal GPUs per node on one wiring ({total} free in all"
+                          + "".join(f"; {line}" for line in avoided) + ")")
     best.reasons += avoided
     return best
 
