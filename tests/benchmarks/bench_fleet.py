@@ -27,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the checkout's tests/ package
 
-WIREWISE = str(Path(sys.executable).with_name("wirewise"))
+from tests.benchmarks.bench_campaign import WIREWISE, timed  # noqa: E402
 TOPO = ROOT / "tests" / "fixtures" / "topo"
 TYPES = {  # node type -> (its wiring, its GRES)
     "nvl": (TOPO / "synthetic-h200-nvl-8gpu-two-quads.txt", "gpu:h200:8(S:0-1)"),
@@ -82,15 +82,6 @@ for node, kind in {types!r}.items():
     save_topology(store, files[kind], node)
 """
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
-
-
-def timed(args: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
-    start = time.perf_counter()
-    proc = subprocess.run([WIREWISE, *args], capture_output=True, text=True, env=env)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"wirewise {' '.join(args)} failed:\n{proc.stderr}")
-    return elapsed, proc
 
 
 def record_submitted(spec: Path, folder: Path, env: dict) -> int:
