@@ -100,3 +100,17 @@ def test_the_latest_test_of_a_pair_counts():
     first = Measure(("a", "b"), None, "failed once")
     verdict = judge(["a", "b", "c", "d"], [first, Measure(("c", "d"), 100.0), Measure(("a", "b"), 99.0)])
     assert not verdict.flagged and verdict.tests == 3
+
+
+def test_the_json_keys_are_the_documented_ones():
+    """docs/contracts.md lists `fleet pairs --json`'s keys: the report's are those of the verdict
+    and of the run around it."""
+    import re
+
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "contracts.md").read_text()
+    bullet = doc.split("- `wirewise fleet pairs --json`", 1)[1].split("\n- ", 1)[0].split(":", 1)[1]
+    listed = re.findall(r"`([a-z_]+)`", bullet)
+    run = ["campaign", "mode", "op", "bytes", "backend", "ranks_per_node", "nodes", "rounds", "left_out"]
+    assert listed == run + list(judge(["a", "b"], [Measure(("a", "b"), 1.0)]).to_json())
