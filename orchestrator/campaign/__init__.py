@@ -220,7 +220,9 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
     node, for a later resume), the others go anywhere but such nodes. When the executor
     refuses, the tasks keep the statuses and attempts they had."""
     from wirewise.orchestrator.campaign.spec import parse_spec
+    from wirewise.orchestrator.campaign.submit import on_live_nodes
     from wirewise.orchestrator.campaign.track import collect_campaign, to_retry
+    from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import SubmissionRefused
     from wirewise.orchestrator.store.campaigns import set_statuses, set_submitted
 
@@ -235,7 +237,7 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
         return summary
     spec = parse_spec(info.spec, f"campaign {name}")
     node = json.loads((Path(info.folder) / "plan.json").read_text()).get("node") or {}
-    retry, pins, exclude, waiting = _live_nodes(spec, info.executor, retry, status.stored)
+    retry, pins, exclude, waiting = on_live_nodes(spec.target, executor_named(info.executor), retry, status.stored)
     summary.update(resubmitted=len(retry), **({"left_out": _listed(waiting)} if waiting else {}),
                    **({"excluded": exclude} if exclude else {}))
     if not retry:
@@ -252,36 +254,6 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
         set_statuses(store, statuses, {t.task_id: t.attempts for t in before})
         set_submitted(store, name, {t.task_id: (t.bundle, t.element) for t in before}, [])
         raise UserError(f"campaign {name}: {exc}; {REFUSED_CAMPAIGN}. Its tasks are as they were") from None
-
-
-def _live_nodes(spec: CampaignSpec, executor: str, retry: list, stored) -> tuple[list, dict, str | None, dict[str, str]]:
-    """Where a resume sends its tasks: (the runs that go, their pins, the nodes the others must
-    avoid as a node list, {node: why} for the nodes pinned tasks wait for). One node query for
-    the pinned tasks' nodes and one for the target's."""
-    from wirewise.orchestrator.campaign.submit import Pin
-    from wirewise.orchestrator.executor import executor_named
-    from wirewise.orchestrator.executor.core import Scope
-
-    runner = executor_named(executor)
-    hosts_of = {t.task_id: tuple(t.node.split(",")) for t in stored if t.node}
-    pinned = sorted({host for task_id, _ in retry for host in hosts_of.get(task_id, ())})
-    nodes = {n.name: n for n in (runner.nodes(Scope(nodelist=",".join(pinned))) or [])} if pinned else {}
-    exclude = None
-    if any(task_id not in hosts_of for task_id, _ in retry) and not spec.target.nodelist:
-        from wirewise.orchestrator.campaign.fleet import scope_of
-
-        scope = scope_of(spec.target)
-        avoided = [n.name for n in runner.nodes(Scope(scope.partition, None, None, scope.labels)) or [] if n.unavailable]
-        exclude = ",".join(avoided) or None
-    going, waiting = [], {}
-    for task_id, attempt in retry:
-        down = [h for h in hosts_of.get(task_id, ()) if h in nodes and nodes[h].unavailable]
-        for host in down:
-            waiting[host] = f"{nodes[host].unavailable} (Slurm): its tasks wait for it"
-        if not down:
-            going.append((task_id, attempt))
-    pins = {task_id: Pin.on(hosts_of[task_id], nodes, spec.target.partition) for task_id, _ in going if task_id in hosts_of}
-    return going, pins, exclude, waiting
 
 
 def cancel_campaign(store, name: str) -> dict[str, Any]:

@@ -135,3 +135,28 @@ def check_room(executor: Executor, request: JobRequest) -> None:
     raise UserError(f"the plan needs {request.gpus_per_node} GPUs per node, but no node of {where} has that many "
                     f"(GPUs per node: {have}); plan on the wiring of its nodes (--topology-file, --node, or "
                     "target.scope each-node)")
+
+
+def on_live_nodes(target: Target, executor: Executor, runs: list[Run],
+                  stored) -> tuple[list[Run], dict[str, Pin], str | None, dict[str, str]]:
+    """Where runs go again (a resume): (the runs that go, their pins, the nodes the others must
+    keep off as a node list, {node: why} for the nodes pinned runs wait for). A run pinned to a
+    node the executor says takes no work waits; the others go anywhere but such nodes (unless
+    the target names its nodes itself). `stored`: the tasks' rows (their `node`, the pin). One
+    node query for the pinned runs' nodes, one for the target's."""
+    hosts_of = {t.task_id: tuple(t.node.split(",")) for t in stored if t.node}
+    pinned = sorted({host for task_id, _ in runs for host in hosts_of.get(task_id, ())})
+    nodes = {n.name: n for n in executor.nodes(Scope(nodelist=",".join(pinned))) or []} if pinned else {}
+    exclude = None
+    if any(task_id not in hosts_of for task_id, _ in runs) and not target.nodelist:
+        avoided = executor.nodes(Scope(target.partition, labels=SPEC_LABELS)) or []
+        exclude = ",".join(n.name for n in avoided if n.unavailable) or None
+    going, waiting = [], {}
+    for task_id, attempt in runs:
+        down = [h for h in hosts_of.get(task_id, ()) if h in nodes and nodes[h].unavailable]
+        for host in down:
+            waiting[host] = f"{nodes[host].unavailable} (Slurm): its tasks wait for it"
+        if not down:
+            going.append((task_id, attempt))
+    pins = {task_id: Pin.on(hosts_of[task_id], nodes, target.partition) for task_id, _ in going if task_id in hosts_of}
+    return going, pins, exclude, waiting
