@@ -99,7 +99,8 @@ def placement_for(
 
 def placement_across_nodes(k: int | None, db: str | None) -> dict:
     """`wirewise place --across-nodes --json`: nodes of one wiring from the store, each with the
-    GPUs Slurm has free, under the fewest leaf switches Slurm's network topology names."""
+    GPUs Slurm has free; the nodes pair tests found healthy first, none they flagged (nor a
+    link they judged slow), else under the fewest leaf switches Slurm's network topology names."""
     from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes
     from wirewise.orchestrator.slurm.nodes import leaf_switches
     from wirewise.orchestrator.store.topology import list_topologies, load_topology
@@ -112,13 +113,22 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     for name in names:
         topo = load_topology(store, node=name)
         nodes.append(NodeState(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
-    result = choose_nodes(nodes, k or 0, leaf_switches()).as_dict()
+    result = choose_nodes(nodes, k or 0, leaf_switches(), nodes_measured(store, names)).as_dict()
     chosen = next(node.topo for node in nodes if node.name == result["nodes"][0]["node"])
     if not chosen.named:  # ranked at nominal rates; no figure is given for them
         result["predicted_busbw_gbs"] = None
         result["reasons"].append("GPU model unknown on these stored nodes: no busbw predicted "
                                  "(store them with their names: `wirewise topo save` on the node)")
     return result
+
+
+def nodes_measured(store, names=None):
+    """What placement across nodes weighs besides the wiring: the standing pair tests gave
+    each node and pair (wirewise.orchestrator.fleet.standing). Another reason to keep jobs off
+    a node (drained, failing its health checks) joins `avoid` here."""
+    from wirewise.orchestrator.fleet.standing import pair_standing
+
+    return pair_standing(store, names)
 
 
 def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:

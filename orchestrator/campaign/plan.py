@@ -32,10 +32,11 @@ class PlannedTask:
 
     def to_json(self) -> dict[str, Any]:
         spec = self.spec
-        return {
+        shown = {
             "task_id": spec.task_id, "workload": spec.workload, "params": spec.params, "gpus": spec.gpus,
             "placement": self.placement, "transport": self.transport, "repeat": self.repeat, "nodes": spec.nnodes,
         }
+        return {**shown, "hosts": spec.hosts} if spec.hosts else shown
 
 
 @dataclass
@@ -57,6 +58,17 @@ class Plan:
     topology: Topology | None  # None: CPU ranks
     tasks: list[PlannedTask] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)  # node -> why it runs nothing (fleet plans)
+
+    @property
+    def cpu_ranks(self) -> bool:
+        """Every task runs CPU ranks: there is no GPU on the node planned on."""
+        return self.topology is None
+
+    def pins(self, partition: str | None) -> dict:
+        """task id -> where it must run (wirewise.orchestrator.campaign.submit.Pin): a plan for one
+        node type pins nothing (campaign.fleet's plans pin each task to its node)."""
+        return {}
 
     def to_json(self) -> dict[str, Any]:
         node = None

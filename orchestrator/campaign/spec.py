@@ -192,10 +192,13 @@ class Workload(BaseModel):
 
 class Target(BaseModel):
     """Where the tasks run. For Slurm, each array element takes a whole node and runs
-    `tasks_per_element` tasks one after another on their planned GPUs."""
+    `tasks_per_element` tasks one after another on their planned GPUs. `scope: each-node`
+    makes it a fleet campaign: every node of the partition, node list or constraint runs
+    the whole grid, pinned to it and planned on its own wiring."""
 
     model_config = Strict
     executor: ExecutorName = "local"  # a name of wirewise.orchestrator.executor.EXECUTORS
+    scope: Literal["each-node"] | None = None  # None: the tasks go to nodes of one type, wherever Slurm puts them
     partition: SlurmWord | None = None
     account: SlurmWord | None = None
     qos: SlurmWord | None = None
@@ -219,6 +222,17 @@ class Target(BaseModel):
         if _minutes(value) < 1:
             raise ValueError(f"{value!r} is no time: Slurm reads a limit of 0 as none at all; give at least a minute")
         return value
+    @model_validator(mode="after")
+    def _fleet(self) -> Target:
+        if self.scope != "each-node":
+            return self
+        if not (self.partition or self.nodelist or self.constraint):
+            raise ValueError("scope each-node: name the nodes with partition, nodelist or constraint")
+        if self.nodes != 1:
+            raise ValueError("scope each-node runs each node on its own: nodes must be 1 (pair tests: `wirewise fleet pairs`)")
+        if self.fingerprint:
+            raise ValueError("scope each-node plans every node on its own wiring: drop fingerprint (constraint selects nodes)")
+        return self
 
     @property
     def time_minutes(self) -> int:

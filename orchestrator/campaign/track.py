@@ -30,6 +30,7 @@ class TaskState:
     status: str
     attempt: int
     element: str | None
+    node: str | None = None  # the nodes the task is pinned to (fleet campaigns, pair tests)
 
 
 @dataclass
@@ -47,12 +48,24 @@ class CampaignStatus:
     def done(self) -> bool:
         return all(t.status not in ("running", "pending") for t in self.tasks)
 
+    @property
+    def by_node(self) -> dict[str, dict[str, int]]:
+        """Tasks per state on each node they are pinned to, in the order the nodes first appear
+        (empty for a campaign whose tasks go wherever the scheduler puts them)."""
+        counted: dict[str, Counter] = {}
+        for task in self.tasks:
+            if task.node:
+                counted.setdefault(task.node, Counter())[task.status] += 1
+        return {node: {state: c[state] for state in STATES if c[state]} for node, c in counted.items()}
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        shown = {
             "campaign": self.campaign.name, "executor": self.campaign.executor, "folder": self.campaign.folder,
             "total": len(self.tasks), "counts": self.counts, "done": self.done,
             "tasks": [t.__dict__ for t in self.tasks],
         }
+        nodes = self.by_node
+        return {**shown, "nodes": nodes} if nodes else shown
 
 
 def campaign_status(store: Store, name: str) -> CampaignStatus:
@@ -75,7 +88,7 @@ def campaign_status(store: Store, name: str) -> CampaignStatus:
     for task in tasks:
         outcome = outcomes[task.task_id]
         if _finished(outcome, task):
-            status.tasks.append(TaskState(task.task_id, outcome["status"], outcome["attempt"], task.element))
+            status.tasks.append(TaskState(task.task_id, outcome["status"], outcome["attempt"], task.element, task.node))
             continue
         if task.task_id in kept:
             status.tasks.append(TaskState(task.task_id, task.status, task.attempts, task.element))
@@ -83,7 +96,7 @@ def campaign_status(store: Store, name: str) -> CampaignStatus:
         where = (task.element, task.bundle)  # a local run takes every bundle: the bundle tells them apart
         state = _unfinished(states.get(task.element), first=where not in started)
         started.add(where)
-        status.tasks.append(TaskState(task.task_id, state, task.attempts, task.element))
+        status.tasks.append(TaskState(task.task_id, state, task.attempts, task.element, task.node))
     return status
 
 

@@ -100,3 +100,21 @@ def emit(result: Any, json: bool, table) -> None:
         print_json(result)
     else:
         table(result)
+
+
+# Which nodes (`fleet pairs`, `topo survey`): any of a partition, a node list, a feature expression.
+PartitionOption = Annotated[str | None, typer.Option("--partition", "-p", help="Every node of this Slurm partition.")]
+NodelistOption = Annotated[str | None, typer.Option("--nodelist", "-w", help="These nodes (a Slurm node list such as gpu[01-16]).")]
+ConstraintOption = Annotated[str | None, typer.Option("--constraint", "-C", help="The nodes with these features (a100&ib, [rack1|rack2]).")]
+
+
+def scope_options(partition: str | None, nodelist: str | None, constraint: str | None):
+    """The nodes named by --partition / --nodelist / --constraint (checked: Slurm's character sets)."""
+    from wirewise.orchestrator.executor.core import Scope
+    from wirewise.orchestrator.slurm.values import CONSTRAINT, NODELIST, WORD
+
+    labels = {"partition": "--partition", "nodelist": "--nodelist", "constraint": "--constraint"}
+    for value, pattern, key in ((partition, WORD, "partition"), (nodelist, NODELIST, "nodelist"), (constraint, CONSTRAINT, "constraint")):
+        if value is not None:
+            pattern.check(value, labels[key])
+    return Scope(partition, nodelist, constraint, labels)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import bench, campaign, collect, db, estimate, importer, launch, place, results, run, topo
+from wirewise.orchestrator.cli import bench, campaign, collect, db, estimate, fleet, importer, launch, place, results, run, topo
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -22,6 +22,7 @@ app.add_typer(topo.app, name="topo")
 app.add_typer(bench.app, name="bench")
 app.add_typer(importer.app, name="import")
 app.add_typer(campaign.app, name="campaign")
+app.add_typer(fleet.app, name="fleet")
 app.command("collect")(collect.collect)
 app.command()(place.place)
 app.command()(estimate.estimate)

@@ -82,7 +82,7 @@ NUMBERS = {
     "parallelism": Range(1, 4_000_001, "Slurm's largest MaxArraySize"),
 }
 STRINGS = {"name": JOB_NAME, "partition": WORD, "account": WORD, "qos": WORD, "constraint": CONSTRAINT,
-           "nodelist": NODELIST, "folder": FOLDER}
+           "nodelist": NODELIST, "exclude": NODELIST, "folder": FOLDER}
 
 
 def check_values(values: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> None:

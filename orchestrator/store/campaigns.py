@@ -28,6 +28,7 @@ class TaskInfo:
     attempts: int
     bundle: int | None
     element: str | None  # as its executor names it: a Slurm array element ARRAY_INDEX, a local run
+    node: str | None = None  # the nodes it is pinned to (a fleet campaign's node, a pair test's two), comma-separated
 
 
 def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, executor: str, tasks) -> None:
@@ -35,7 +36,7 @@ def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, 
     all in one transaction."""
     from sqlalchemy import insert, select
 
-    from wirewise.orchestrator.store.schema import CAMPAIGNS, TASKS
+    from wirewise.orchestrator.store.schema import CAMPAIGNS
 
     C = CAMPAIGNS.c
     with store.session() as session:
@@ -45,13 +46,33 @@ def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, 
         campaign_id = session.execute(
             insert(CAMPAIGNS).values(name=name, spec=spec, folder=folder, executor=executor, slurm_arrays=[])
         ).inserted_primary_key[0]
-        rows = [
-            dict(key=t.spec.task_id, campaign_id=campaign_id, workload=t.spec.workload, params=t.spec.params,
-                 gpus=t.spec.gpus, placement=t.placement, transport=t.transport, repeat=t.repeat, attempts=1)
-            for t in tasks
-        ]
-        if rows:
-            session.execute(insert(TASKS), rows)
+        _insert_tasks(session, campaign_id, tasks)
+
+
+def add_tasks(store: Store, name: str, tasks) -> None:
+    """More planned tasks for a campaign already recorded (a pair test's next round)."""
+    from sqlalchemy import select
+
+    from wirewise.orchestrator.store.schema import CAMPAIGNS
+
+    with store.session() as session:
+        campaign_id = session.scalar(select(CAMPAIGNS.c.id).where(CAMPAIGNS.c.name == name))
+        _insert_tasks(session, campaign_id, tasks)
+
+
+def _insert_tasks(session, campaign_id: int, tasks) -> None:
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.store.schema import TASKS
+
+    rows = [
+        dict(key=t.spec.task_id, campaign_id=campaign_id, workload=t.spec.workload, params=t.spec.params,
+             gpus=t.spec.gpus, node=",".join(t.spec.hosts) or None, placement=t.placement, transport=t.transport,
+             repeat=t.repeat, attempts=1)
+        for t in tasks
+    ]
+    if rows:
+        session.execute(insert(TASKS), rows)
 
 
 def campaign_info(store: Store, name: str) -> CampaignInfo:
@@ -70,7 +91,7 @@ def campaign_tasks(store: Store, name: str) -> list[TaskInfo]:
     with store.read() as db:
         p = db.params()
         rows = db.rows(
-            "SELECT t.key, t.status, t.attempts, t.bundle, t.slurm_job_id FROM tasks t "
+            "SELECT t.key, t.status, t.attempts, t.bundle, t.slurm_job_id, t.node FROM tasks t "
             f"JOIN campaigns c ON c.id = t.campaign_id WHERE c.name = {p(name)} ORDER BY t.id", p,
         )
     return [TaskInfo(*row) for row in rows]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from wirewise.topology.model import Topology
 
 # What a node's row holds in its own GPU numbering (the rest of its details: NVML, files, versions).
-_NODE_FIELDS = ("links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen")
+NODE_FIELDS = ("links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen")
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def add_topology(session: Session, topo: Topology, node: str) -> tuple[str, bool
 
 def _node_details(topo: Topology) -> dict[str, Any]:
     """The NVML/file details plus the topology's fields in this node's GPU numbering."""
-    fields = topo.model_dump(include=set(_NODE_FIELDS))
+    fields = topo.model_dump(include=set(NODE_FIELDS))
     return {**topo.details, **fields}
 
 
@@ -164,8 +164,8 @@ def load_topology(store: Store, node: str | None = None, fingerprint: str | None
                             "(on that node, or with --from-file)")
         details = seen[0].details
         if "links" in details:
-            fields = {k: details[k] for k in _NODE_FIELDS if k in details}
-            return Topology(**fields, details={k: v for k, v in details.items() if k not in _NODE_FIELDS})
+            fields = {k: details[k] for k in NODE_FIELDS if k in details}
+            return Topology(**fields, details={k: v for k, v in details.items() if k not in NODE_FIELDS})
         fingerprint = seen[0].fingerprint
     prefix = fingerprint or ""
     with store.read() as db:

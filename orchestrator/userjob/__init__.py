@@ -8,7 +8,9 @@ Two ways to share a node with Slurm:
   `--constraint` that `wirewise topo slurm` suggests); once the job starts, the GPUs Slurm gave
   are read back (`scontrol show job -d`), predicted next to the best free set, and a warning
   says when they are worse.
-Either way the advised strategy is exported as WIREWISE_STRATEGY (given --model). The command
+Either way the advised strategy is exported as WIREWISE_STRATEGY (given --model), and the job
+is kept off the nodes placement avoids (flagged by pair tests: decide.nodes_measured) with
+`--exclude`, or warned about when `--node` names one. The command
 goes to submitit as an argument list (command.CommandInJob), never through a shell; every
 option that reaches the batch script is checked first (command.RunRequest).
 """
@@ -49,20 +51,42 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     placement = place(topo, request.gpus, "packed", free_list, store, free_source)
     if request.model:
         add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
-    result = submit_command(request, topo, placement, placement.get("strategy"), store)
+    avoid, warnings = nodes_to_avoid(request, store)
+    result = submit_command(request, topo, placement, placement.get("strategy"), store, avoid)
+    result["warnings"] = warnings + result["warnings"]
     result["reasons"] = placement["reasons"]
     return result
 
 
-def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store) -> dict:
-    """Submit, (shared) read back the GPUs Slurm gave, record. Returns the `run --json` object."""
+def nodes_to_avoid(request: RunRequest, store) -> tuple[dict[str, str], list[str]]:
+    """({node: why} the job is kept off, warnings): the nodes placement avoids that Slurm has in
+    the job's partition (--exclude may name no node Slurm does not know); with --node naming one
+    of them, a warning instead."""
+    from wirewise.orchestrator.decide import nodes_measured
+    from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.executor.core import Scope
+
+    avoid = nodes_measured(store).avoid
+    if not avoid:
+        return {}, []
+    if request.node:
+        why = avoid.get(request.node)
+        return {}, [f"--node {request.node} is one placement avoids: {why}"] if why else []
+    known = {n.name for n in executor_named("slurm").nodes(Scope(partition=request.partition)) or []}
+    return {node: why for node, why in avoid.items() if node in known}, []
+
+
+def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store,
+                   avoid: dict[str, str] | None = None) -> dict:
+    """Submit (kept off `avoid`), (shared) read back the GPUs Slurm gave, record. Returns the
+    `run --json` object."""
     from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import SubmissionRefused
 
     env = {STRATEGY_ENV: strategy} if strategy else {}
     pin = placement["gpus"] if request.whole_node else None
     try:
-        submitted = executor_named("slurm").submit(job_request(request, topo),
+        submitted = executor_named("slurm").submit(job_request(request, topo, ",".join(avoid or {}) or None),
                                              CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
     except SubmissionRefused as exc:
         raise UserError(f"{exc}; {REFUSED_RUN}") from None
@@ -80,6 +104,7 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
         "best_free_gpus": placement["gpus"],
         "best_free_busbw_gbs": placement["predicted_busbw_gbs"],
         "folder": str(request.folder),
+        "excluded": sorted(avoid or {}),
         "warnings": [],
     }
     if not request.whole_node:
@@ -88,14 +113,14 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
     return result
 
 
-def job_request(request: RunRequest, topo):
+def job_request(request: RunRequest, topo, exclude: str | None = None):
     """The whole node (every GPU allocated: --exclusive alone leaves CUDA_VISIBLE_DEVICES unset,
-    and all its memory), or K GPUs on a node of the fabric."""
+    and all its memory), or K GPUs on a node of the fabric; never on the nodes `exclude` lists."""
     from wirewise.orchestrator.executor.core import JobRequest
 
     return JobRequest(
         folder=request.job_folder, name="wirewise-run", time_min=request.time_min, cpus_per_task=request.cpus_per_task,
-        partition=request.partition, nodelist=request.node, whole_node=request.whole_node,
+        partition=request.partition, nodelist=request.node, exclude=exclude, whole_node=request.whole_node,
         gpus_per_node=topo.gpus if request.whole_node else request.gpus,
         constraint=None if request.whole_node else topo.fabric, labels=RUN_LABELS,
     )
