@@ -13,9 +13,25 @@ other's internals; what they share lives here, torch-free:
 - `wirewise.nvml`: the one way to NVML, its quirks handled once;
 - `wirewise.registry`, `wirewise.strategy`: every plug-in by name, and each training strategy's
   descriptor (what it shards, its traffic per step, its engine configs);
-- `wirewise.errors`, `wirewise.atomic`, `wirewise.versions`: small shared pieces.
+- `wirewise.configs`: a strategy's accelerate and DeepSpeed configs, rendered from templates/;
+- `wirewise.launch`: what `wirewise launch` decided for a job, as its ranks read it back;
+- `wirewise.errors`, `wirewise.atomic`, `wirewise.versions`, `wirewise.runs`: small shared pieces.
 
-Nothing in this package imports `wirewise.orchestrator` or `wirewise.jobs` (tests/test_architecture.py).
+Nothing in this package imports `wirewise.orchestrator` or `wirewise.jobs` (tests/test_architecture.py),
+but for one lazy edge: `wirewise.advice` (and its types) resolve through `wirewise.orchestrator.api`
+on first use, so a training script imports one name (docs/launch.md).
 """
 
 __version__ = "0.2.0"
+
+# The package's front door for training scripts (`wirewise.advice(...)`, docs/launch.md): the
+# control plane computes it, so it is looked up there on first use, never at `import wirewise`.
+_FRONT_DOOR = ("advice", "Advice", "StrategyAdvice")
+
+
+def __getattr__(name: str):
+    if name in _FRONT_DOOR:
+        import wirewise.orchestrator.api as api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'wirewise' has no attribute {name!r}")

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from wirewise.limits import MAX_CONFIG_BYTES, loads_json, read_bounded
+
 Kind = Literal["causal-lm", "image-classification"]
 
 FOOD101_CLASSES = 101
@@ -34,37 +36,42 @@ _MISTRAL_7B = dict(  # mistralai/Mistral-7B-v0.1
     num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=32768, sliding_window=4096,
     rms_norm_eps=1e-5, tie_word_embeddings=False,
 )
+# The repeated transformer block of each family, as transformers names its class (FSDP's unit;
+# tests/launch/test_advice_api.py checks them against the built models).
+_MISTRAL_LAYER = ("MistralDecoderLayer",)
+_DINOV2_LAYER = ("Dinov2Layer",)
 _DINOV2_HEAD = dict(image_size=224, patch_size=14, num_labels=FOOD101_CLASSES)  # 224 px: 16 x 16 patches
 
 MODELS: dict[str, ModelEntry] = {
-    "mistral-7b": ModelEntry("mistral", "causal-lm", _MISTRAL_7B, "Mistral-7B-v0.1 shape, 7.24B params", 2048),
+    "mistral-7b": ModelEntry("mistral", "causal-lm", _MISTRAL_7B, "Mistral-7B-v0.1 shape, 7.24B params", 2048, _MISTRAL_LAYER),
     "mistral-1b": ModelEntry(
         "mistral", "causal-lm",
         {**_MISTRAL_7B, "hidden_size": 2048, "intermediate_size": 7168, "num_hidden_layers": 16,
          "num_attention_heads": 16, "num_key_value_heads": 8},
         "Mistral-style, hidden 2048, 16 layers, 1.04B params (the plain-loop MFU comparison)", 2048,
+        _MISTRAL_LAYER,
     ),
     "tiny-mistral": ModelEntry(
         "mistral", "causal-lm",
         dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=512, sliding_window=None, tie_word_embeddings=False),
-        "2-layer Mistral for CPU tests", 32,
+        "2-layer Mistral for CPU tests", 32, _MISTRAL_LAYER,
     ),
     "dinov2-base": ModelEntry(
         "dinov2", "image-classification",
         dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, mlp_ratio=4, **_DINOV2_HEAD),
-        "DINOv2-base backbone + linear head, 101 classes, 224 px (86M + head)",
+        "DINOv2-base backbone + linear head, 101 classes, 224 px (86M + head)", layer_classes=_DINOV2_LAYER,
     ),
     "dinov2-large": ModelEntry(
         "dinov2", "image-classification",
         dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, mlp_ratio=4, **_DINOV2_HEAD),
-        "DINOv2-large backbone + linear head, 101 classes, 224 px (304M + head)",
+        "DINOv2-large backbone + linear head, 101 classes, 224 px (304M + head)", layer_classes=_DINOV2_LAYER,
     ),
     "tiny-dinov2": ModelEntry(
         "dinov2", "image-classification",
         dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, image_size=56, patch_size=14,
              num_labels=FOOD101_CLASSES),
-        "2-layer DINOv2 on 56 px images for CPU tests",
+        "2-layer DINOv2 on 56 px images for CPU tests", layer_classes=_DINOV2_LAYER,
     ),
 }
 
@@ -72,10 +79,13 @@ MODELS: dict[str, ModelEntry] = {
 def local_config_path(name: str) -> Path | None:
     """The config.json a model argument points to, or None when it is not a local path."""
     path = Path(name).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        return path / "config.json"
-    if path.is_file():
-        return path
+    try:
+        if path.is_dir() and (path / "config.json").is_file():
+            return path / "config.json"
+        if path.is_file():
+            return path
+    except OSError:  # a name no file system holds (longer than NAME_MAX, ...): not a path
+        pass
     return None
 
 
@@ -87,10 +97,12 @@ def check_model_name(name: str) -> None:
     if path is None:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODELS)}, or a config file / model folder")
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"model config {str(path)!r} is not readable JSON: {exc}") from None
-    if not isinstance(doc, dict) or "model_type" not in doc:
+        doc = loads_json(read_bounded(path, MAX_CONFIG_BYTES))
+    except OSError as exc:
+        raise ValueError(f"model config {str(path)!r} cannot be read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ValueError(f"model config {str(path)!r} is not readable JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("model_type"), str):
         raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
 
 

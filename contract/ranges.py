@@ -6,10 +6,11 @@ gres.conf `Cores=`) and Slurm array indices (sacct's pending `1234_[0-9%4]`).
 
 The parser bounds before it expands: each kind has a largest value, checked on the text of
 every number, so a list holds at most that many values whatever it says; `--free
-0-99999999999` is one line of error, not 10^11 entries. The bounds:
-- GPU indices and counts: 1023. No machine numbers more GPUs (NVML counts the GPUs of one
-  host; the largest NVLink domain, NVL72, has 72), and fingerprints settle wirings of up to
-  256 GPUs (docs/contracts.md).
+0-99999999999` is one line of error, not 10^11 entries. The bounds (wirewise.limits, where
+every bound lives):
+- GPU indices: 1023. No machine numbers more GPUs (NVML counts the GPUs of one host; the
+  largest NVLink domain, NVL72, has 72), and fingerprints settle wirings of up to 256 GPUs
+  (docs/contracts.md). GPU counts: MAX_RANKS, a task's GPUs over all its nodes.
 - CPU ids: 65535. Linux's NR_CPUS is at most 8192.
 - Slurm array indices: 4,000,000. MaxArraySize may not exceed 4,000,001 (slurm.conf(5)).
 """
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from wirewise.errors import UserError
+from wirewise.limits import MAX_ARRAY_INDEX, MAX_CPU_ID, MAX_GPU_INDEX, MAX_RANKS
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,10 @@ class RangeKind:
     smallest: int = 0
 
 
-GPU_INDICES = RangeKind("a GPU index", 1023, "0,1,4-7")
-GPU_COUNTS = RangeKind("a GPU count", 1023, "2,4,8", smallest=1)
-CPU_IDS = RangeKind("a CPU id", 65535, "0-47,96-143")
-ARRAY_INDICES = RangeKind("an array index", 4_000_000, "0-9")
+GPU_INDICES = RangeKind("a GPU index", MAX_GPU_INDEX, "0,1,4-7")
+GPU_COUNTS = RangeKind("a GPU count", MAX_RANKS, "2,4,8", smallest=1)
+CPU_IDS = RangeKind("a CPU id", MAX_CPU_ID, "0-47,96-143")
+ARRAY_INDICES = RangeKind("an array index", MAX_ARRAY_INDEX, "0-9")
 
 _ITEM = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 

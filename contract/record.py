@@ -8,11 +8,14 @@ and the other way round.
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from wirewise.limits import MAX_INT
 
 # The environment variables a record's `env` keeps: what changes how NCCL and torch move data.
 RECORDED_ENV_PREFIXES = (
@@ -21,11 +24,57 @@ RECORDED_ENV_PREFIXES = (
 
 Status = Literal["ok", "oom", "failed", "timeout", "cancelled"]
 Workload = Literal["collective", "train"]
-Source = Literal["wirewise", "nccl-tests"]
+# wirewise: its own benchmarks; nccl-tests: imported logs; job: a real training job's own figures
+# (wirewise.jobs.history: the Trainer callback or record_job in a custom loop).
+Source = Literal["wirewise", "nccl-tests", "job"]
+
+
+# The measured figures and counts a record may carry: finite and never negative, counts
+# within the 64-bit integers the database stores. One check (`figure_problem`) for every
+# path into the store: `collect` of result files and the nccl-tests reader.
+FIGURES = ("time_us", "algbw_gbs", "busbw_gbs", "step_time_s", "samples_per_s", "tokens_per_s", "mfu")
+COUNTS = ("bytes", "count", "gpu_count", "wrong", "world_size", "micro_batch", "seq_len")
+PER_RANK = ("peak_mem_bytes", "model_state_bytes", "gpus")
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def figure_problem(name: str, value: Any) -> str | None:
+    """Why a figure or a count is not a measurement (NaN, Inf, negative, past 64 bits), or None."""
+    if value is None:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name} {value} is not a measurement"
+    if value < 0:
+        return f"{name} {value} is negative"
+    if isinstance(value, int) and value > MAX_INT:
+        return f"{name} {value} does not fit a 64-bit integer"
+    return None
+
+
+def record_problem(record: ResultRecord) -> str | None:
+    """The first figure of a record that is not a measurement, or None."""
+    for name in FIGURES + COUNTS:
+        problem = figure_problem(name, getattr(record, name))
+        if problem:
+            return problem
+    for name in PER_RANK:
+        for value in getattr(record, name) or ():
+            problem = figure_problem(name, value)
+            if problem:
+                return problem
+    return None
+
+
+def as_utc(value: datetime) -> datetime:
+    """A time as UTC: an offset is applied (12:00+05:00 is 07:00 UTC), a time without one is
+    taken as UTC. The database keeps UTC, so `--since` compares like with like."""
+    try:
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is out of range in UTC (years 1 to 9999)") from None
 
 
 class ResultRecord(BaseModel):
@@ -81,3 +130,8 @@ class ResultRecord(BaseModel):
     model_state_bytes: list[int] | None = None  # per rank
     mfu: float | None = None
     extra: dict[str, Any] = Field(default_factory=dict)  # anything a workload adds beyond the contract
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return as_utc(value)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from wirewise.registry import WorkloadName
 
 Backend = Literal["nccl", "gloo"]
-KEY_FIELDS = ("campaign", "workload", "params", "gpus", "node", "nproc_per_node", "nnodes", "backend", "env")
+KEY_FIELDS = ("campaign", "workload", "params", "gpus", "node", "nproc_per_node", "nnodes", "backend", "env", "hosts")
 
 
 def task_key(fields: dict[str, Any]) -> str:
@@ -27,7 +27,10 @@ def task_key(fields: dict[str, Any]) -> str:
 
 
 def canonical_key_text(fields: dict[str, Any]) -> str:
-    return json.dumps({name: fields.get(name) for name in KEY_FIELDS}, sort_keys=True, separators=(",", ":"), default=str)
+    """The key fields as canonical JSON. `hosts` counts only when a task is pinned, so a task
+    that is not keeps the id it had before tasks could be pinned."""
+    keyed = {name: fields.get(name) for name in KEY_FIELDS if name != "hosts" or fields.get(name)}
+    return json.dumps(keyed, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def key_with_repeat(key_text: str, repeat: int) -> str:
@@ -52,6 +55,9 @@ class TaskSpec(BaseModel):
     timeout_s: float = Field(600.0, gt=0, allow_inf_nan=False)  # inf: no timedelta for the process group
 
     node: str | None = None  # name recorded with results; default: hostname
+    # The Slurm nodes the task must run on (a fleet campaign's node, a pair test's two), sorted:
+    # the same measurement on other nodes is another task. Empty: wherever the scheduler puts it.
+    hosts: list[str] = Field(default_factory=list)
     topology_file: str | None = None  # `nvidia-smi topo -m` text to fingerprint instead of probing
 
     # Not part of the key: how the task was described and run, not what it measures.
@@ -65,6 +71,8 @@ class TaskSpec(BaseModel):
             raise ValueError("nproc_per_node and nnodes must be at least 1")
         if self.gpus and len(self.gpus) != self.nproc_per_node:
             raise ValueError(f"{len(self.gpus)} GPUs given for {self.nproc_per_node} ranks per node: give one GPU per rank")
+        if self.hosts and len(self.hosts) != self.nnodes:
+            raise ValueError(f"{len(self.hosts)} host(s) pinned for a task on {self.nnodes} node(s)")
         if self.backend == "nccl" and not self.gpus:
             raise ValueError("the nccl backend needs GPUs: give --gpus or use --backend gloo")
         if not self.task_id:

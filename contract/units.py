@@ -6,21 +6,31 @@ from __future__ import annotations
 
 import re
 
+from wirewise.limits import MAX_INT
+
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d+)(?:\.(\d*))?\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str | int) -> int:
-    """'64', '512K', '1M', '1.5G' -> bytes (binary units, as nccl-tests' -b/-e read them)."""
+def parse_size(text: str | int, most: int = MAX_INT) -> int:
+    """'64', '512K', '1M', '1.5G' -> bytes (binary units, as nccl-tests' -b/-e read them), at
+    most `most` (default: the largest integer the database stores). Computed in integers, so
+    400 digits are "too large", not a float overflow."""
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
         match = _SIZE.match(str(text))
         if not match:
             raise ValueError("give bytes with an optional K, M or G suffix, e.g. 64K, 1M, 1G")
-        value = int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+        whole, fraction, unit = match.group(1), (match.group(2) or "")[:30], match.group(3).upper()
+        if len(whole.lstrip("0")) > len(str(most)):
+            raise ValueError(f"at most {most} bytes")
+        scale = _UNITS[unit]
+        value = int(whole) * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
     if value < 1:
         raise ValueError("must be at least 1 byte")
+    if value > most:
+        raise ValueError(f"at most {most} bytes")
     return value
 
 

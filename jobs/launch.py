@@ -40,7 +40,7 @@ from wirewise.atomic import write_json_atomic
 from wirewise.task import TaskSpec
 from wirewise.jobs.peers import Peers
 from wirewise.jobs.worker import rank_file
-from wirewise.jobs.records import build_records, gpu_pinning, node_topology
+from wirewise.jobs.records import build_records, gpu_pinning, node_topology, result_document
 
 RESULT_FILE = "result.json"
 FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
@@ -405,16 +405,8 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         result_path = run_dir / RESULT_FILE
         records = build_records(spec, ended.files, status, error, topo, topo_error, nodes, started,
                                 datetime.now(timezone.utc))
-        write_json_atomic(
-            result_path,
-            {
-                "status": status,
-                # CPU ranks did not use the wiring: it is not stored as what they ran on.
-                "topology": topo.model_dump(mode="json") if topo else None,
-                "node_topologies": wirings,  # the other nodes' wirings, stored under their names
-                "records": [r.model_dump(mode="json") for r in records],
-            },
-        )
+        # CPU ranks did not use the wiring: node_topology gave none, and none is stored as what they ran on.
+        write_json_atomic(result_path, result_document(status, topo, records, node_topologies=wirings))
     return result_path
 
 

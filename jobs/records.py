@@ -8,11 +8,13 @@ environment the ranks ran with.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord
 from wirewise.task import TaskSpec
 from wirewise.versions import code_hash
+
 
 def gpu_pinning(spec: TaskSpec) -> dict[str, str]:
     """The GPUs every rank sees, numbered as nvidia-smi numbers them: CUDA's default order
@@ -25,8 +27,23 @@ def gpu_pinning(spec: TaskSpec) -> dict[str, str]:
 
 def recorded_env(spec: TaskSpec) -> dict[str, str]:
     """What the ranks ran with (not the supervisor's own CUDA_VISIBLE_DEVICES)."""
-    merged = {**os.environ, **spec.env, **gpu_pinning(spec)}
-    return {k: v for k, v in sorted(merged.items()) if k.startswith(RECORDED_ENV_PREFIXES)}
+    return env_to_record({**os.environ, **spec.env, **gpu_pinning(spec)})
+
+
+def env_to_record(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables a record keeps (NCCL_* and friends: wirewise.record.RECORDED_ENV_PREFIXES)."""
+    return {k: v for k, v in sorted(env.items()) if k.startswith(RECORDED_ENV_PREFIXES)}
+
+
+def result_document(status: str, topo, records: list[ResultRecord], node_topologies: list | None = None) -> dict[str, Any]:
+    """What a result file holds (written atomically; `wirewise collect` stores it): how the run
+    ended, the wiring it ran on, the other nodes' wirings (stored under their names), its records."""
+    return {
+        "status": status,
+        "topology": topo.model_dump(mode="json") if topo else None,
+        "node_topologies": node_topologies or [],
+        "records": [r.model_dump(mode="json") for r in records],
+    }
 
 
 def node_topology(spec: TaskSpec) -> tuple[Any, str | None]:

@@ -11,42 +11,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from wirewise.errors import UserError
+from wirewise.orchestrator.store import Store
 from wirewise.ranges import GPU_INDICES, parse_ranges
-from wirewise.topology import Topology, node_name, read_topology
+from wirewise.topology import Topology, hardware, node_name, read_topology
 
 
-def existing_store(db: str | None):
-    """The store at --db / WIREWISE_DB / ./wirewise.db, or None where that SQLite file does not
-    exist yet: asking for advice never creates a database."""
-    from sqlalchemy.engine import make_url
-
-    from wirewise.orchestrator.store import Store, resolve_url
-
-    url = resolve_url(db)
-    try:
-        parsed = make_url(url)
-    except Exception:
-        raise UserError(f"not a database URL: {url!r}") from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if not Path(parsed.database).expanduser().exists():
-            return None
-    return Store(url)
-
-
-def placement_wiring(topology_file: Path | None, node: str | None, store) -> tuple[Topology, bool]:
-    """The wiring to place on: (the topology, whether it is this machine's, probed live)."""
+def placement_wiring(topology_file: Path | None, node: str | None, store,
+                     gpu_name: str | None = None) -> tuple[Topology, bool, str]:
+    """The wiring to place on, its GPUs named (wirewise.orchestrator.placement.naming): (the
+    topology, whether it is this machine's, probed live, where the GPU model comes from)."""
+    from wirewise.orchestrator.placement.naming import with_gpu_model
     from wirewise.orchestrator.store.topology import load_topology
 
     if topology_file is not None:
-        return read_topology(topology_file), False
-    if node:
+        topo, live, where = read_topology(topology_file), False, str(topology_file)
+    elif node:
         if store is None:
             raise UserError(f"unknown node {node!r}: no database with stored topologies (run `wirewise topo save` there)")
-        return load_topology(store, node=node), False
-    try:
-        return read_topology(None), True
-    except UserError as exc:
-        raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
+        topo, live, where = load_topology(store, node=node), False, f"stored node {node}"
+    else:
+        try:
+            topo, live, where = read_topology(None), True, "this machine (NVML)"
+        except UserError as exc:
+            raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
+    named, source = with_gpu_model(topo, gpu_name, store, where)
+    return named, live, source
 
 
 def free_gpus(gpus: int, given: list[int] | None, node: str | None, live: bool) -> tuple[list[int], str]:
@@ -90,16 +79,19 @@ def placement_for(
     accounting: str = "article",
     gpu_mem_gb: float | None = None,
     db: str | None = None,
+    gpu_name: str | None = None,
 ) -> dict:
     """The `wirewise place --json` object."""
     from wirewise.orchestrator.placement.place import place
 
-    store = existing_store(db)
-    topo, live = placement_wiring(topology_file, node, store)
+    store = Store.open_existing(db)
     given = sorted(parse_ranges(free, GPU_INDICES, option="--free")) if free is not None else None
+    topo, live, model_source = placement_wiring(topology_file, node, store, gpu_name)
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
     result = {"node": label, **place(topo, k, parse_policy(policy), free_list, store, free_source)}
+    result.update(gpu_model=topo.gpu_model, gpu_model_source=model_source)
+    result["reasons"].insert(1, f"GPU model {topo.gpu_model} (from {model_source}): {hardware.rates_text(topo.gpu_model)}")
     if model:
         add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb)
     return result
@@ -107,12 +99,13 @@ def placement_for(
 
 def placement_across_nodes(k: int | None, db: str | None) -> dict:
     """`wirewise place --across-nodes --json`: nodes of one wiring from the store, each with the
-    GPUs Slurm has free, under the fewest leaf switches Slurm's network topology names."""
+    GPUs Slurm has free; the nodes pair tests found healthy first, none they flagged (nor a
+    link they judged slow), else under the fewest leaf switches Slurm's network topology names."""
     from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes
     from wirewise.orchestrator.slurm.nodes import leaf_switches
     from wirewise.orchestrator.store.topology import list_topologies, load_topology
 
-    store = existing_store(db)
+    store = Store.open_existing(db)
     names = sorted({row["node"] for row in list_topologies(store)}) if store is not None else []
     if not names:
         raise UserError("no stored nodes to place across (run `wirewise topo save` on each node)")
@@ -120,7 +113,22 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     for name in names:
         topo = load_topology(store, node=name)
         nodes.append(NodeState(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
-    return choose_nodes(nodes, k or 0, leaf_switches()).as_dict()
+    result = choose_nodes(nodes, k or 0, leaf_switches(), nodes_measured(store, names)).as_dict()
+    chosen = next(node.topo for node in nodes if node.name == result["nodes"][0]["node"])
+    if not chosen.named:  # ranked at nominal rates; no figure is given for them
+        result["predicted_busbw_gbs"] = None
+        result["reasons"].append("GPU model unknown on these stored nodes: no busbw predicted "
+                                 "(store them with their names: `wirewise topo save` on the node)")
+    return result
+
+
+def nodes_measured(store, names=None):
+    """What placement across nodes weighs besides the wiring: the standing pair tests gave
+    each node and pair (wirewise.orchestrator.fleet.standing). Another reason to keep jobs off
+    a node (drained, failing its health checks) joins `avoid` here."""
+    from wirewise.orchestrator.fleet.standing import pair_standing
+
+    return pair_standing(store, names)
 
 
 def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:

@@ -1,10 +1,14 @@
-"""The seams the code is built on, checked from the source: who may import whom, one name in
-site-packages, and a control plane that starts without torch.
+"""The seams the code is built on, checked from the source: who may import whom, SQL in the
+store alone, one name in site-packages, and a control plane that starts without torch.
 
 Parts: the contract (`wirewise.*` from contract/), the compute side (`wirewise.jobs`), the
 control plane (`wirewise.orchestrator`, its CLI apart) and the migrations (`wirewise.db`).
 Allowed: contract <- jobs, contract <- orchestrator <- cli; the control plane starts a local
 run through the one entry point `wirewise.jobs.launch`; db <-> store through public names.
+One edge runs the other way, on purpose: the `wirewise` package's front door for training
+scripts (`wirewise.advice`, computed by the control plane) resolves `wirewise.orchestrator.api`
+lazily, inside its module `__getattr__`, so `import wirewise` loads nothing of the orchestrator
+and no contract module depends on it; it is checked to stay that narrow and that lazy.
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ ALLOWED = {
     ("cli", "contract"): None,
     ("cli", "orchestrator"): None,
     ("cli", "cli"): None,
-    ("db", "orchestrator"): {"wirewise.orchestrator.store.models", "wirewise.orchestrator.store.engine"},
+    ("db", "orchestrator"): {"wirewise.orchestrator.store.schema", "wirewise.orchestrator.store.engine"},
     ("db", "db"): None,
 }
+# (importer module, imported module): the front door above, allowed inside functions only.
+FRONT_DOOR = {("wirewise", "wirewise.orchestrator.api")}
 
 
 def part_of(module: str) -> str:
@@ -56,16 +62,18 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every wirewise module a file imports, at module level or inside functions."""
+def imports_of(path: Path, top_level_only: bool = False, only_wirewise: bool = True) -> set[str]:
+    """Every wirewise module a file imports (every module, with only_wirewise=False), at module
+    level or inside functions (or, with `top_level_only`, when the module itself is imported)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in (tree.body if top_level_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
             names |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in names if name == "wirewise" or name.startswith("wirewise.")}
+    return {name for name in names if not only_wirewise or name == "wirewise" or name.startswith("wirewise.")}
 
 
 def resolve(name: str, known: dict[str, Path]) -> str | None:
@@ -84,18 +92,67 @@ def test_no_part_imports_what_it_must_not() -> None:
             if target is None or target == "wirewise" and part_of(module) != "contract" and name == "wirewise":
                 continue
             key = (part_of(module), part_of(target))
+            if (module, target) in FRONT_DOOR:
+                continue
             if key not in ALLOWED or (ALLOWED[key] is not None and target not in ALLOWED[key]):
                 wrong.append(f"{module} imports {target}")
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_front_door_is_lazy_and_the_only_way_back() -> None:
+    """`wirewise.advice` resolves through the control plane only when asked for: the package's
+    own import never reaches the orchestrator, and no other contract module imports it."""
+    known = modules()
+    for module, target in FRONT_DOOR:
+        assert target in {resolve(name, known) for name in imports_of(known[module])}, f"{module} no longer imports {target}"
+        eager = {resolve(name, known) for name in imports_of(known[module], top_level_only=True)}
+        assert target not in eager, f"{module} imports {target} when it is imported"
+    code = "import sys, wirewise; print(sorted(m for m in sys.modules if m.startswith('wirewise.orchestrator')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+STORE = "wirewise.orchestrator.store"
+SQL_MODULES = ("sqlalchemy", f"{STORE}.schema", f"{STORE}.models")  # the SQL and the tables it is written on
+
+
+def sql_outside_the_store(files: dict[str, Path]) -> list[str]:
+    """'module imports name' for each module outside the store and the migrations that imports
+    SQLAlchemy or the store's tables: everything else calls the store's functions."""
+    wrong = []
+    for module, path in sorted(files.items()):
+        if module == STORE or module.startswith((f"{STORE}.", "wirewise.db")):
+            continue
+        for name in sorted(imports_of(path, only_wirewise=False)):
+            if any(name == sql or name.startswith(f"{sql}.") for sql in SQL_MODULES):
+                wrong.append(f"{module} imports {name}")
+    return wrong
+
+
+def test_only_the_store_writes_sql() -> None:
+    assert sql_outside_the_store(modules()) == []
+
+
+def test_sql_planted_outside_the_store_is_found(tmp_path: Path) -> None:
+    """The check of the test above sees an import inside a function, and one of the tables."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("def nodes(store):\n    from sqlalchemy import select\n    from wirewise.orchestrator.store.schema import NODES\n")
+    found = sql_outside_the_store({"wirewise.orchestrator.report.planted": planted, f"{STORE}.planted": planted})
+    assert found == ["wirewise.orchestrator.report.planted imports sqlalchemy",
+                     "wirewise.orchestrator.report.planted imports sqlalchemy.select",
+                     "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.schema",
+                     "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.schema.NODES"]
+
+
 def test_no_import_cycle_between_parts() -> None:
-    """The graph of parts, without the allowed db <-> store pair, has no cycle."""
+    """The graph of parts, without the allowed db <-> store pair and the front door, has no cycle."""
     known = modules()
     edges: dict[str, set[str]] = {}
     for module, path in known.items():
         for name in imports_of(path):
             target = resolve(name, known)
+            if (module, target) in FRONT_DOOR:
+                continue
             if target and part_of(target) != part_of(module) and part_of(module) != "db":
                 edges.setdefault(part_of(module), set()).add(part_of(target))
 

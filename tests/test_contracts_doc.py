@@ -64,3 +64,18 @@ def test_nothing_points_to_a_design_file_outside_the_repository():
             assert "DESIGN.md" not in path.read_text(), path
     for linked in re.findall(r"\]\(([a-z]+\.md)\)", DOC):
         assert linked in ("campaigns.md", "placement.md") or (ROOT / "docs" / linked).exists(), linked
+
+
+def test_the_bounds_table_is_wirewise_limits():
+    """Every bound in wirewise.limits is in the table, with its value."""
+    from wirewise import limits
+
+    rows = {}
+    for line in _section("Bounds").splitlines():
+        if line.startswith("| `"):
+            name, value = (cell.strip() for cell in line.split("|")[1:3])
+            rows[name.strip("`")] = value
+    bounds = {name: getattr(limits, name) for name in dir(limits) if name.startswith("MAX_")}
+    assert set(rows) == set(bounds)
+    for name, value in bounds.items():
+        assert rows[name].split()[0] == str(value) or rows[name] == limits.size_text(value), (name, rows[name])

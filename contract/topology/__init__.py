@@ -8,16 +8,29 @@ supervisor on a compute node.
 
 Storing a topology is the store's (wirewise.orchestrator.store.topology); gres.conf lines are
 Slurm's (wirewise.orchestrator.slurm.gres). NVML is asked through wirewise.nvml, inside the live probe only;
-nothing here imports torch.
+nothing here imports torch. `Topology` (pydantic) loads on first use, so reading the fabric
+names or classifying a stored matrix (`wirewise results`) does not import pydantic.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
 from wirewise.topology.classify import FABRICS
-from wirewise.topology.model import Topology
+
+if TYPE_CHECKING:
+    from wirewise.topology.model import Topology
 
 __all__ = ["FABRICS", "Topology", "node_name", "read_topology", "topology_from_text"]
+
+
+def __getattr__(name: str):
+    if name == "Topology":
+        from wirewise.topology.model import Topology
+
+        return Topology
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_topology(from_file: str | Path | None = None) -> Topology:
@@ -36,6 +49,7 @@ def read_topology(from_file: str | Path | None = None) -> Topology:
 
 def topology_from_text(text: str, source: str = "input") -> Topology:
     """A topology from `nvidia-smi topo -m` text (with optional `nvidia-smi -L` lines for names)."""
+    from wirewise.topology.model import Topology
     from wirewise.topology.parse import parse_topo_text
 
     parsed = parse_topo_text(text, source)

@@ -2,7 +2,8 @@
 
 Figures per direction, from NVIDIA's datasheets (docs/facts.md):
 NVLink 2 (V100) 6 links, NVLink 3 (A100) 12, NVLink 4 (H100/H200/GH200) 18, all at
-25 GB/s per link; NVLink 5 (B200/GB200) 18 links at 50 GB/s.
+25 GB/s per link; NVLink 5 (B200/GB200) 18 links at 50 GB/s. A model not in the table gets
+nominal rates, and `rates_text` says so wherever a prediction rests on them.
 """
 
 from __future__ import annotations
@@ -22,12 +23,21 @@ class GpuFamily:
     pcie_generation: int
 
 
-# Checked in order: GB200 before B200, GH200 before H200.
+# Checked in order: GB200 before B200, GH200 before H200. Link counts by datasheet (the export
+# parts H800 and A800 keep 8 links); cards without NVLink to other GPUs only say their PCIe.
 _FAMILIES: list[tuple[re.Pattern[str], GpuFamily]] = [
     (re.compile(r"\bGB\d00\b|\bB[123]00\b"), GpuFamily(5, 18, 50.0, 5)),
-    (re.compile(r"\bGH200\b|\bH100\b|\bH200\b"), GpuFamily(4, 18, 25.0, 5)),
+    (re.compile(r"\bH800\b"), GpuFamily(4, 8, 25.0, 5)),
+    (re.compile(r"\bGH200\b|\bH100\b|\bH200\b|\bH20\b"), GpuFamily(4, 18, 25.0, 5)),
+    (re.compile(r"\bA800\b"), GpuFamily(3, 8, 25.0, 4)),
     (re.compile(r"\bA100\b"), GpuFamily(3, 12, 25.0, 4)),
     (re.compile(r"\bV100\b"), GpuFamily(2, 6, 25.0, 3)),
+    # GA102 boards bridge pairs with 4 NVLink 3 links, 112.5 GB/s both directions in all.
+    (re.compile(r"\bRTX 3090\b|\bRTX A6000\b|\bA40\b"), GpuFamily(3, 4, 14.0625, 4)),
+    (re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d{4} BLACKWELL\b"), GpuFamily(None, None, None, 5)),
+    (re.compile(r"\bRTX [34]0\d0\b|\bRTX A\d{4}\b|\bRTX \d{4} ADA\b|\bL4\b|\bL40S?\b|\bA(2|10|16|30|40)\b"),
+     GpuFamily(None, None, None, 4)),
+    (re.compile(r"\bT4\b|\bP100\b"), GpuFamily(None, None, None, 3)),
 ]
 _NO_NVLINK_FACTS = GpuFamily(None, None, None, 4)
 
@@ -39,10 +49,12 @@ MOST_LINKS_ANY_GPU = 18
 # PCIe x16 per direction by generation (Gen4 ~32, Gen5 ~64 GB/s; halved per step down).
 _PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 1.0, 4: 2.0, 5: 4.0, 6: 8.0}
 
-# Share of the PCIe line rate GPU-to-GPU traffic reaches by path: peer-to-peer under one
-# switch runs near line rate; through the host bridge, between host bridges and across
-# the CPU socket link it loses more. Rough figures for ranking placements, not promises.
-PCIE_LEVEL_EFFICIENCY = {"PIX": 1.0, "PXB": 0.9, "PHB": 0.75, "NODE": 0.6, "SYS": 0.5}
+# Share of the PCIe line rate GPU-to-GPU traffic reaches by path, before the ring's payload
+# efficiency. Under PCIe switches (PIX, PXB) NCCL copies peer to peer at near line rate; farther
+# pairs (PHB, NODE, SYS) it stages through host memory (its default P2P level is PXB, in
+# src/graph/paths.cc), which reached 27.8 GB/s busbw on Gen5 x16 between two H200s with
+# NCCL_P2P_DISABLE=1 and 28 across the seed article's NVL quads: 0.55 x 64 x 0.8 = 28.2.
+PCIE_LEVEL_EFFICIENCY = {"PIX": 1.0, "PXB": 0.9, "PHB": 0.55, "NODE": 0.55, "SYS": 0.55}
 
 
 def normalize_model(name: str | None) -> str:
@@ -62,6 +74,17 @@ def family(name: str | None) -> GpuFamily | None:
         if pattern.search(model):
             return facts
     return None
+
+
+def rates_text(name: str | None) -> str:
+    """What a prediction takes from the GPU's model, said in a reason line."""
+    facts = family(name)
+    if facts is None:
+        return (f"{normalize_model(name)} is not in wirewise's GPU table: NVLink at {DEFAULT_GBS_PER_LINK:g} GB/s "
+                f"per link and PCIe Gen{_NO_NVLINK_FACTS.pcie_generation} x16 assumed")
+    nvlink = (f"NVLink {facts.nvlink_generation} ({facts.nvlink_links} links x {facts.nvlink_gbs_per_link:g} GB/s), "
+              if facts.nvlink_generation else "")
+    return f"{nvlink}PCIe Gen{facts.pcie_generation} x16"
 
 
 def nvlink_budget(name: str | None) -> int:

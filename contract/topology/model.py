@@ -83,6 +83,17 @@ class Topology(BaseModel):
         return Counter(known).most_common(1)[0][0] if known else None
 
     @property
+    def named(self) -> bool:
+        """Every GPU's model is known: the NVLink and PCIe rates are the models', not nominal."""
+        return all(self.gpu_names)
+
+    def with_gpu_model(self, name: str) -> Topology:
+        """The same wiring with `name` for every GPU whose model is not known (its fingerprint
+        then matches what nodes probed with names stored)."""
+        fields = self.model_dump(include=set(type(self).model_fields))
+        return type(self)(**{**fields, "gpu_names": [known or name for known in self.gpu_names]})
+
+    @property
     def nvlink_generation(self) -> int | None:
         facts = hardware.family(self.gpu_model)
         return facts.nvlink_generation if facts else None

@@ -22,7 +22,6 @@ Two kinds of retyping are read where the reading is unambiguous:
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,18 +60,17 @@ class ParsedText:
 
 def read_source(path: str | Path) -> tuple[str, str]:
     """(text, name for messages) of a file, or of stdin for '-'; binary and empty input refused."""
-    if str(path) == "-":
-        name, data = "stdin", sys.stdin.buffer.read()
-    else:
-        name = str(path)
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise UserError(f"topo file {name}: no such file") from None
-        except IsADirectoryError:
-            raise UserError(f"topo file {name}: is a folder, give the file with `nvidia-smi topo -m` output") from None
-        except OSError as exc:
-            raise UserError(f"topo file {name}: cannot read it ({exc.strerror})") from None
+    from wirewise.limits import MAX_TOPOLOGY_BYTES, read_bounded
+
+    name = "stdin" if str(path) == "-" else str(path)
+    try:
+        data = read_bounded(path, MAX_TOPOLOGY_BYTES)  # a regular file: /dev/zero or a FIFO never ends
+    except FileNotFoundError:
+        raise UserError(f"topo file {name}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"topo file {name}: is a folder, give the file with `nvidia-smi topo -m` output") from None
+    except OSError as exc:
+        raise UserError(f"topo file {name}: cannot read it ({exc.strerror})") from None
     if not data.strip():
         raise UserError(f"topo file {name}: is empty; save the output of `nvidia-smi topo -m` into it")
     if _looks_binary(data):

@@ -22,7 +22,7 @@ import torch
 import yaml
 
 from wirewise.atomic import write_text_atomic
-from wirewise.jobs.train.configs import accelerate_config
+from wirewise.configs import MIXED_PRECISION, launcher_config
 from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw
 from wirewise.jobs.train.strategies.fsdp import pending_unsharded_grads
 from wirewise.jobs.train.strategies.zero import (
@@ -32,8 +32,6 @@ from wirewise.jobs.train.strategies.zero import (
     zero_optimizer_tensors,
     zero_param_tensors,
 )
-
-MIXED_PRECISION = {"fp32": "no", "bf16-mixed": "bf16", "bf16": "bf16"}
 
 
 class AccelerateEngine(Strategy):
@@ -52,27 +50,23 @@ class AccelerateEngine(Strategy):
         self.extra["accelerate_distributed_type"] = str(self.accelerator.distributed_type)
 
     def _render(self, run_dir: Path) -> Path:
-        """The descriptor's launcher config (and DeepSpeed config) in the run folder. Every rank
-        renders the same files; atomic writes keep readers from a half-written one."""
-        processes = self.setup.ctx.world_size
-        precision = MIXED_PRECISION[self.setup.precision]
-        template = self.spec.accelerate
-        if template == "deepspeed":
+        """The descriptor's launcher config (and DeepSpeed config) in the run folder, rendered as
+        `wirewise launch` renders them (wirewise.configs). Every rank renders the same files;
+        atomic writes keep readers from a half-written one."""
+        ds_path = None
+        if self.spec.on_deepspeed:
             fix_cuda_arch_list()
             ds_config = render_config(self.setup)
             ds_path = run_dir / "deepspeed.json"
             write_text_atomic(ds_path, json.dumps(ds_config, indent=1))
-            text = accelerate_config(template, num_processes=processes, deepspeed_config_file=ds_path)
             self.config = {"deepspeed": ds_config}
-        elif template == "fsdp":
-            layers = ",".join(c.__name__ for c in self.setup.built.layer_classes)
-            text = accelerate_config(template, num_processes=processes, mixed_precision=precision, layer_classes=layers)
-        elif template == "ddp":
-            text = accelerate_config(template, num_processes=processes, mixed_precision=precision)
-        else:  # TrainParams refuses a strategy without an accelerate config before any rank starts
-            raise ValueError(f"strategy {self.spec.name}: no accelerate plugin for template {template!r} (ddp, fsdp, deepspeed)")
+        layers = [c.__name__ for c in self.setup.built.layer_classes]
+        launcher = launcher_config(
+            self.spec, self.setup.ctx.world_size, MIXED_PRECISION[self.setup.precision],
+            cpu=not self.setup.on_gpu, layer_classes=layers, deepspeed_file=ds_path,
+        )
         path = run_dir / "accelerate.yaml"
-        write_text_atomic(path, text)
+        write_text_atomic(path, yaml.safe_dump(launcher, sort_keys=False))
         return path
 
     def _accelerator(self, launcher: dict[str, Any]):

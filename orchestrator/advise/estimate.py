@@ -42,8 +42,7 @@ def estimate(
     check_choice(accounting, ACCOUNTINGS, "accounting")
     for strategy in strategies or []:
         check_choice(strategy, dial_order(), "strategy")
-    if gpus < 1 or batch_size < 1 or (seq_len is not None and seq_len < 1):
-        raise UserError("--gpus, --batch-size and --seq-len must be at least 1")
+    check_sizes(gpus, batch_size, seq_len)
     shape = model_shape(model, seq_len)
     memory_gb, memory_source = card_memory(gpu_mem_gb, gpu_name)
     rows = memory_rows(shape, gpus, batch_size, accounting, memory_gb, store, strategies)
@@ -62,6 +61,17 @@ def estimate(
     }
 
 
+def check_sizes(gpus: int, batch_size: int, seq_len: int | None) -> None:
+    """The counts an estimate or a placement's advice is asked for, within wirewise.limits."""
+    from wirewise.limits import MAX_INT, MAX_RANKS
+
+    if not 1 <= gpus <= MAX_RANKS:
+        raise UserError(f"--gpus {gpus}: give at least 1 GPU, at most {MAX_RANKS}")
+    for option, value in (("--batch-size", batch_size), ("--seq-len", seq_len)):
+        if value is not None and not 1 <= value <= MAX_INT:
+            raise UserError(f"{option} {value}: give a whole number of at least 1")
+
+
 def memory_rows(shape: ModelShape, gpus: int, batch_size: int, accounting: str, memory_gb: float | None,
                 store=None, strategies: list[str] | None = None) -> list[StrategyMemory]:
     """Each strategy's memory per GPU, calibrated where the store has measured peaks."""
@@ -77,8 +87,8 @@ def memory_rows(shape: ModelShape, gpus: int, batch_size: int, accounting: str, 
 def card_memory(given: float | None, gpu_name: str | None) -> tuple[float | None, str]:
     """(GB of one card, where the figure comes from): given, else the GPU's name, else NVML."""
     if given is not None:
-        if given <= 0:
-            raise UserError(f"--gpu-mem-gb must be positive (got {given:g})")
+        if not 0 < given < float("inf"):  # nan fails this too
+            raise UserError(f"--gpu-mem-gb must be positive, a number of GB (got {given:g})")
         return given, "--gpu-mem-gb"
     if gpu_name:
         from_name = memory_from_name(gpu_name)
@@ -113,19 +123,12 @@ def probe_memory() -> tuple[float, str] | None:
 def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Calibration | None:
     """Measured peak / estimate over the store's GPU runs of this model and strategy (each
     estimated at the run's own ranks, batch and sequence length); None without such runs."""
-    from sqlalchemy import select
+    from wirewise.orchestrator.store.results import ok_results
 
-    from wirewise.orchestrator.store.models import ResultRow
-
-    with store.read() as session:
-        runs = session.execute(
-            select(ResultRow.peak_mem_bytes, ResultRow.world_size, ResultRow.gpu_count, ResultRow.micro_batch,
-                   ResultRow.seq_len, ResultRow.extra)
-            .where(ResultRow.workload == "train", ResultRow.model == shape.name, ResultRow.strategy == strategy)
-            .where(ResultRow.status == "ok", ResultRow.peak_mem_bytes.is_not(None))
-        ).all()
-    ratios, peaks = [], []
-    for peak, world, count, batch, seq, extra in runs:
+    runs = ok_results(store, ("peak_mem_bytes", "world_size", "gpu_count", "micro_batch", "seq_len", "extra", "source"),
+                      present=("peak_mem_bytes",), workload="train", model=shape.name, strategy=strategy)
+    ratios, peaks, sources = [], [], set()
+    for peak, world, count, batch, seq, extra, source in runs:
         if (extra or {}).get("device") == "cpu" or not peak:
             continue
         ranks, batch = world or count or 1, batch or 1
@@ -134,6 +137,7 @@ def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Cal
         estimated += activation_bytes(shape, batch, tokens)
         ratios.append(max(peak) / estimated)
         peaks.append(max(peak))
+        sources.add(source)
     if not ratios:
         return None
-    return Calibration(round(median(ratios), 3), len(ratios), round(median(peaks) / GB, 2))
+    return Calibration(round(median(ratios), 3), len(ratios), round(median(peaks) / GB, 2), sorted(sources))

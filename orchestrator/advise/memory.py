@@ -20,7 +20,7 @@ GB here is 10^9 bytes, as the article and GPU datasheets count.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from wirewise import registry
 from wirewise.errors import UserError
@@ -46,6 +46,7 @@ class Calibration:
     factor: float  # measured peak / estimate, median over the results
     results: int
     measured_peak_gb: float  # median of the measured peaks (largest rank of each run)
+    sources: list[str] = field(default_factory=list)  # wirewise (benchmarks), job (real jobs)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from wirewise.errors import UserError
+from wirewise.limits import MAX_CONFIG_BYTES, read_bounded
 from wirewise.models import DEFAULT_SEQ_LEN, MODELS, check_model_name, local_config_path
 
-# Families whose count the arithmetic below knows (decoder LMs of the Llama shape, and DINOv2).
+# Families whose count the arithmetic below knows (decoder LMs of the Llama shape, and DINOv2),
+# and the config keys it reads as sizes.
 LLAMA_LIKE = ("mistral", "llama", "qwen2")
+SIZE_KEYS = ("hidden_size", "num_hidden_layers", "vocab_size", "head_dim", "num_attention_heads", "num_key_value_heads",
+             "intermediate_size", "image_size", "patch_size", "num_channels", "num_labels")
 
 
 @dataclass(frozen=True)
@@ -44,14 +48,21 @@ def model_shape(name: str, seq_len: int | None = None) -> ModelShape:
         entry = MODELS[name]
         config, kind, default_seq = {"model_type": entry.family, **entry.config}, entry.kind, entry.default_seq_len
     else:
-        config = json.loads(local_config_path(name).read_text())
+        config = json.loads(read_bounded(local_config_path(name), MAX_CONFIG_BYTES))  # check_model_name parsed it
         kind, default_seq = None, DEFAULT_SEQ_LEN
     family = config["model_type"]
-    if family in LLAMA_LIKE:
-        return _llama_shape(name, config, seq_len or default_seq)
-    if family == "dinov2":
+    if family not in LLAMA_LIKE and family != "dinov2":
+        return _meta_shape(name, config, kind, seq_len or default_seq)
+    sizes = [value for key, value in config.items() if key in SIZE_KEYS and value is not None]  # null: derived
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+        raise UserError(f"model {name!r}: its config's sizes ({', '.join(k for k in config if k in SIZE_KEYS)}) "
+                        "must be positive whole numbers")
+    try:
+        if family in LLAMA_LIKE:
+            return _llama_shape(name, config, seq_len or default_seq)
         return _dinov2_shape(name, config)
-    return _meta_shape(name, config, kind, seq_len or default_seq)
+    except KeyError as exc:  # a config written by hand, or for another version of the family
+        raise UserError(f"model {name!r}: its config has no {exc.args[0]!r}, which a {family} model needs") from None
 
 
 def _llama_shape(name: str, c: dict[str, Any], seq_len: int) -> ModelShape:
@@ -94,13 +105,18 @@ def _meta_shape(name: str, config: dict[str, Any], kind: str | None, seq_len: in
             f"model {name!r} ({config['model_type']}) is counted by building it on the meta device, "
             "which needs torch and transformers (pip install 'wirewise[jobs]')"
         ) from None
-    built = AutoConfig.for_model(**config)
-    if kind is None:
-        is_image = any(a.endswith("ForImageClassification") for a in (built.architectures or []))
-        kind = "image-classification" if is_image else "causal-lm"
-    auto = AutoModelForCausalLM if kind == "causal-lm" else AutoModelForImageClassification
-    with torch.device("meta"):
-        model = auto.from_config(built)
+    try:  # transformers is handed the user's config: what it refuses, it refuses at length
+        built = AutoConfig.for_model(**config)
+        if kind is None:
+            is_image = any(a.endswith("ForImageClassification") for a in (built.architectures or []))
+            kind = "image-classification" if is_image else "causal-lm"
+        auto = AutoModelForCausalLM if kind == "causal-lm" else AutoModelForImageClassification
+        with torch.device("meta"):
+            model = auto.from_config(built)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"model {name!r}: transformers cannot build model_type {str(config['model_type'])[:60]!r} "
+                        f"from this config ({reason})") from None
     params = sum(p.numel() for p in model.parameters())
     hidden = getattr(built, "hidden_size", None) or getattr(built, "d_model", 0)
     layers = getattr(built, "num_hidden_layers", None) or getattr(built, "n_layer", 0)
@@ -114,3 +130,12 @@ def _vision_tokens(config) -> int:
     size = size if isinstance(size, int) else size[0]
     patch = patch if isinstance(patch, int) else patch[0]
     return (size // patch) ** 2 + 1
+
+
+def params_shape(params: int, seq_len: int | None = None) -> ModelShape:
+    """A model known only by its parameter count (`wirewise launch --params N`): model states are
+    counted exactly, activations not at all (no layers or width to count them by)."""
+    if params < 1:
+        raise UserError(f"--params {params}: give the model's parameter count, e.g. --params 7e9")
+    return ModelShape(f"params:{params}", "causal-lm", params, 0, 0, seq_len or DEFAULT_SEQ_LEN, None,
+                      "given (--params); activations not counted")

@@ -3,6 +3,7 @@
     spec.py    the spec (pydantic; errors name the field path)
     plan.py    spec x a node's wiring -> tasks on exact GPUs, and what was skipped and why
     submit.py  tasks -> bundles -> arrays, with the job each element asks for
+    fleet.py   target.scope each-node: every node of a partition, planned per wiring, pinned per node
     bundle.py  what an array element runs on the compute node
     folder.py  the campaign folder both sides read and write
     track.py   status, collect, resume
@@ -13,7 +14,6 @@ The flows the CLI calls are below; each takes a Store and plain values and retur
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,33 +51,65 @@ def target_topology(spec: CampaignSpec, topology_file: str | None, node: str | N
 
 
 def plan_spec(spec_path: str, topology_file: str | None = None, node: str | None = None, db: str | None = None,
-              name: str | None = None, gpus: list[int] | None = None) -> tuple[CampaignSpec, Plan]:
-    """Load a spec (under another name, or on other GPU counts, when given) and plan it."""
+              name: str | None = None, gpus: list[int] | None = None, include_down: bool = False,
+              probe: bool = False, on_probe=None) -> tuple[CampaignSpec, Plan]:
+    """Load a spec (under another name, or on other GPU counts, when given) and plan it. A fleet
+    spec (target.scope each-node) is planned on every node's stored wiring; `probe`: nodes whose
+    wiring is not stored yet are surveyed first (one short job each)."""
     from wirewise.orchestrator.campaign.plan import plan_campaign
     from wirewise.orchestrator.campaign.spec import load_spec
 
     spec = load_spec(spec_path)
     if name is not None or gpus is not None:
         spec = spec.overridden(name, gpus)
+    if spec.target.scope == "each-node":
+        if topology_file or node:
+            raise UserError("target.scope each-node plans every node on its own stored wiring: drop --topology-file and --node")
+        return spec, plan_fleet_spec(spec, db, include_down, probe, on_probe)
     return spec, plan_campaign(spec, target_topology(spec, topology_file, node, db))
 
 
+def plan_fleet_spec(spec: CampaignSpec, db: str | None, include_down: bool, probe: bool, on_probe=None):
+    """The nodes of the target from the executor, their wirings from the store (surveyed first
+    where missing, given `probe`), planned per wiring."""
+    from wirewise.orchestrator.campaign.fleet import fleet_nodes, plan_fleet
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.fleet import node_topologies
+
+    nodes = fleet_nodes(spec)
+    store = Store(db)
+    plan = plan_fleet(spec, nodes, node_topologies(store, [n.name for n in nodes]), include_down)
+    if probe and plan.unsurveyed:
+        from wirewise.orchestrator.survey import survey_nodes
+
+        found = survey_nodes(store, plan.unsurveyed, spec.target.executor, include_down, on_progress=on_probe)
+        plan = plan_fleet(spec, nodes, node_topologies(store, [n.name for n in nodes]), include_down, found.failed)
+    return plan
+
+
 def campaign_folder(spec: CampaignSpec) -> Path:
-    from wirewise.orchestrator.run.folders import runs_root
+    from wirewise.runs import runs_root
 
     folder = Path(spec.target.folder) if spec.target.folder else runs_root() / "campaigns" / spec.name
     return folder.expanduser().resolve()
 
 
 def submission_for(spec: CampaignSpec, gpus_per_node: int | None, runs, executor: str, root: Path,
-                   dry_run: bool = False):
+                   dry_run: bool = False, pins=None, exclude: str | None = None):
     """The bundles and arrays for these runs, and the job each element asks for (checked here,
-    before anything is recorded)."""
-    from wirewise.orchestrator.campaign.submit import job_request, prepare
+    before anything is recorded). `pins`: task id -> Pin, for tasks pinned to nodes."""
+    from dataclasses import replace
+
+    from wirewise.orchestrator.campaign.submit import check_room, job_request, prepare
     from wirewise.orchestrator.executor import executor_named
 
+    runner = executor_named(executor)
     request = job_request(spec.target, spec.name, gpus_per_node, root)
-    return prepare(runs, spec.target, request, executor_named(executor), dry_run)
+    if exclude:
+        request = replace(request, exclude=exclude)
+    if not pins and not dry_run:
+        check_room(runner, request)
+    return prepare(runs, spec.target, request, runner, dry_run, pins)
 
 
 # Where to change what Slurm refused, in the spec's terms (after its reason and what was asked).
@@ -86,35 +118,46 @@ REFUSED_CAMPAIGN = ("change the spec's target (partition, constraint, nodelist, 
 
 
 def submit_spec(store, spec: CampaignSpec, plan: Plan, executor: str, on_task=None) -> dict[str, Any]:
-    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local). When
-    the executor refuses the submission, nothing stays recorded or written: the same spec can
-    be submitted again once its target is fixed."""
-    from wirewise.atomic import write_json_atomic
-    from wirewise.orchestrator.campaign.folder import CampaignFolder
+    """Record the campaign and its tasks, write its folder, submit (Slurm) or run (local). The
+    folder is claimed right after the record (a name taken is said first). When the folder
+    cannot be claimed (not empty, another campaign's, not creatable) or the executor refuses the
+    submission, nothing stays recorded or written: the same spec can be submitted again once
+    its target is fixed."""
+    from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
     from wirewise.orchestrator.executor.core import SubmissionRefused
     from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
 
     if not plan.tasks:
-        raise UserError(f"campaign {spec.name!r} has no task to run: every combination was skipped (see `campaign plan`)")
+        raise UserError(f"campaign {spec.name!r} has no task to run: {_why_none(plan)} (see `campaign plan`)")
     gpus = plan.topology.gpus if plan.topology is not None else None
     root = campaign_folder(spec)
-    submission = submission_for(spec, gpus, [(t.spec.task_id, 1) for t in plan.tasks], executor, root)
-    folder = CampaignFolder(root)
-    made_root = not root.exists()
-    create_campaign(store, spec.name, spec.model_dump(mode="json", exclude_unset=True), str(root), executor, plan.tasks)
+    submission = submission_for(spec, gpus, [(t.spec.task_id, 1) for t in plan.tasks], executor, root,
+                                pins=plan.pins(spec.target.partition))
+    doc = spec.model_dump(mode="json", exclude_unset=True)
+    create_campaign(store, spec.name, doc, str(root), executor, plan.tasks)
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        import yaml
-
-        (root / "spec.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_unset=True), sort_keys=False))
-        write_json_atomic(root / "plan.json", plan.to_json())
-        for task in plan.tasks:
-            folder.write_task(task.spec)
-        return dispatch(store, spec.name, submission, root, executor, on_task)
+        made_root = write_campaign(root, spec.name, doc, plan.to_json(), [task.spec for task in plan.tasks])
+    except BaseException:
+        forget_campaign(store, spec.name)
+        raise
+    try:
+        report = dispatch(store, spec.name, submission, root, executor, on_task)
+        return {**report, "left_out": _listed(plan.left_out)} if plan.left_out else report
     except SubmissionRefused as exc:
         forget_campaign(store, spec.name)
-        folder.remove_written([t.spec.task_id for t in plan.tasks], whole=made_root)
+        CampaignFolder(root).remove_written([t.spec.task_id for t in plan.tasks], whole=made_root)
         raise UserError(f"campaign {spec.name}: {exc}; {REFUSED_CAMPAIGN}. Nothing was recorded") from None
+
+
+def _why_none(plan) -> str:
+    if plan.left_out and not plan.skipped:
+        said = "; ".join(f"{n}: {r}" for n, r in list(plan.left_out.items())[:3])
+        return f"no node to run on ({said}{' ...' if len(plan.left_out) > 3 else ''})"
+    return "every combination was skipped"
+
+
+def _listed(reasons: dict[str, str]) -> list[dict[str, str]]:
+    return [{"node": node, "reason": reason} for node, reason in reasons.items()]
 
 
 def dispatch(store, name: str, submission, root: Path, executor: str, on_task=None) -> dict[str, Any]:
@@ -128,10 +171,10 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
     from wirewise.orchestrator.store.campaigns import set_submitted
 
     runner = executor_named(executor)
-    ran: list[str] = []
+    ran: dict[str, str] = {}
 
     def on_each(task_id: str, status: str) -> None:
-        ran.append(task_id)
+        ran[task_id] = status
         if on_task is not None:
             on_task(task_id, status)
 
@@ -148,9 +191,9 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
         return on_submitted
 
     try:
-        for indices in submission.arrays:
+        for number, indices in enumerate(submission.arrays):
             elements = [(str(root), submission.bundles[i]) for i in indices]
-            runner.submit(submission.request, bundle, elements, record(indices), until=_cancelled)
+            runner.submit(submission.request_of(number), bundle, elements, record(indices), until=_cancelled)
     except SubmissionRefused:
         if sent:
             runner.cancel(sent)
@@ -159,7 +202,8 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
         return {"campaign": name, "executor": executor, "folder": str(root), "arrays": sorted(arrays), **submission.to_json()}
     collected, status = collect_campaign(store, name)
     return {"campaign": name, "executor": executor, "folder": str(root), "ran": len(ran),
-            "stored_records": collected.new, "counts": status.counts, **submission.to_json()}
+            "stored_records": collected.new, "counts": status.counts, "interrupted": _cancelled(ran),
+            **submission.to_json()}
 
 
 def _cancelled(ran: dict[str, str]) -> bool:
@@ -169,10 +213,15 @@ def _cancelled(ran: dict[str, str]) -> bool:
 
 def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_task=None) -> dict[str, Any]:
     """Submit again exactly the tasks that are missing, failed, cancelled or timed out (and oom
-    when asked), each as its next attempt, up to max_attempts runs per task. When the executor
+    when asked), each as its next attempt, up to max_attempts runs per task, on nodes that take
+    new work: a task pinned to a node Slurm reports down or drained stays as it is (said per
+    node, for a later resume), the others go anywhere but such nodes. When the executor
     refuses, the tasks keep the statuses and attempts they had."""
+    from wirewise.orchestrator.campaign.folder import missing_task_specs, read_plan_node
     from wirewise.orchestrator.campaign.spec import parse_spec
+    from wirewise.orchestrator.campaign.submit import on_live_nodes
     from wirewise.orchestrator.campaign.track import collect_campaign, to_retry
+    from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import SubmissionRefused
     from wirewise.orchestrator.store.campaigns import set_statuses, set_submitted
 
@@ -186,8 +235,19 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
     if not retry:
         return summary
     spec = parse_spec(info.spec, f"campaign {name}")
-    node = json.loads((Path(info.folder) / "plan.json").read_text()).get("node") or {}
-    submission = submission_for(spec, node.get("gpus"), retry, info.executor, Path(info.folder))
+    node = read_plan_node(Path(info.folder))
+    lost = missing_task_specs(Path(info.folder), [task_id for task_id, _ in retry])
+    if lost:  # before any attempt is counted: a run without its spec.json cannot start
+        raise UserError(f"campaign folder {info.folder} has lost the spec.json of {len(lost)} task(s) to resubmit "
+                        f"({lost[0]}, ...); the stored results are kept; `wirewise campaign forget {name}` removes "
+                        "the campaign's records, to submit it again")
+    retry, pins, exclude, waiting = on_live_nodes(spec.target, executor_named(info.executor), retry, status.stored)
+    summary.update(resubmitted=len(retry), **({"left_out": _listed(waiting)} if waiting else {}),
+                   **({"excluded": exclude} if exclude else {}))
+    if not retry:
+        return summary
+    submission = submission_for(spec, node.get("gpus"), retry, info.executor, Path(info.folder), pins=pins,
+                                exclude=exclude)
     retried = dict(retry)
     before = [t for t in status.stored if t.task_id in retried]  # where each task was sent, its attempts
     statuses = {t.task_id: t.status for t in status.tasks if t.task_id in retried}  # as collect just stored them
@@ -198,6 +258,25 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
         set_statuses(store, statuses, {t.task_id: t.attempts for t in before})
         set_submitted(store, name, {t.task_id: (t.bundle, t.element) for t in before}, [])
         raise UserError(f"campaign {name}: {exc}; {REFUSED_CAMPAIGN}. Its tasks are as they were") from None
+
+
+def forget(store, name: str, remove_results: bool) -> dict[str, Any]:
+    """Remove a campaign's records (and its results, when asked) from the store; its folder
+    stays on disk. Refused while its folder shows tasks still running or pending; a campaign
+    whose folder is gone (or unreadable) can always be forgotten."""
+    from wirewise.orchestrator.campaign.track import campaign_status
+    from wirewise.orchestrator.store.campaigns import campaign_info, forget_campaign
+
+    info = campaign_info(store, name)
+    try:
+        running = not campaign_status(store, name).done
+    except UserError:  # its folder is missing or not its own, or Slurm cannot be asked
+        running = False
+    if running:
+        raise UserError(f"campaign {name!r} still has tasks running or pending: `wirewise campaign cancel {name}` first")
+    removed = forget_campaign(store, name, remove_results)
+    return {"campaign": name, "tasks_removed": removed["tasks"], "results_removed": removed["results"],
+            "results_kept": not remove_results, "folder": info.folder}
 
 
 def cancel_campaign(store, name: str) -> dict[str, Any]:

@@ -57,10 +57,21 @@ def run_bundle(folder: str | Path, runs: list[Run], on_task: OnTask | None = Non
 class Bundle(submitit.helpers.Checkpointable):
     """What an array element runs. Checkpointable: on preemption (or the time-limit warning),
     submitit resubmits the same call, and run_bundle skips what finished. `on_task` is for an
-    executor that runs bundles in this process (a progress bar); none travels to a node."""
+    executor that runs bundles in this process (a progress bar); none travels to a node.
+
+    Elements are submitted without Slurm's own requeue (a lost node leaves their tasks
+    `missing`, for `campaign resume` to place on nodes that are up); a preempted one turns it
+    back on for itself here, just before submitit requeues it."""
 
     def __init__(self, on_task: OnTask | None = None) -> None:
         self.on_task = on_task
 
     def __call__(self, folder: str, runs: list[Run]) -> dict[str, str]:
         return run_bundle(folder, runs, self.on_task)
+
+    def checkpoint(self, *args, **kwargs):
+        from wirewise.orchestrator.slurm.cluster import allow_requeue
+
+        if "SLURM_JOB_ID" in os.environ:
+            allow_requeue(os.environ["SLURM_JOB_ID"])
+        return super().checkpoint(*args, **kwargs)

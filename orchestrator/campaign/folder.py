@@ -12,21 +12,29 @@ as they run. It lives on storage both see (for Slurm, a shared file system).
 A task is done when its latest attempt wrote result.json, whatever its status; outcome.json
 is a few bytes written right after, so `campaign status` reads it instead of results that
 can run to megabytes.
+
+The folder is the campaign's: a new campaign gets a new or empty folder (never one holding
+the user's files or another campaign's plan, which it would overwrite), and every command on
+a stored campaign checks its folder first, so a folder deleted or replaced is one line and
+the stored statuses stay as they were.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wirewise.atomic import write_json_atomic
+from wirewise.errors import UserError
+from wirewise.limits import MAX_RESULT_BYTES, MAX_SMALL_FILE_BYTES, read_bounded, read_head
 
 if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
     from wirewise.task import TaskSpec
@@ -34,6 +42,11 @@ if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
 RESULT = "result.json"
 OUTCOME = "outcome.json"
 CLAIM = ".claim"
+PLAN = "plan.json"
+SPEC = "spec.yaml"
+TASKS = "tasks"
+FINISHED = ("ok", "oom", "failed", "timeout", "cancelled")  # what a run's outcome may say (wirewise.record.Status)
+_PLAN_OWNER = re.compile(r'^\{\s*"campaign":\s*("(?:[^"\\]|\\.)*")')  # plan.json begins with its campaign's name
 
 
 @dataclass(frozen=True)
@@ -123,15 +136,113 @@ class CampaignFolder:
         if latest == 0:
             return None
         if OUTCOME in names:
-            with open(os.path.join(folder, OUTCOME)) as fh:
-                outcome = json.load(fh)
-            if outcome.get("attempt") == latest:
+            outcome = _read_outcome(os.path.join(folder, OUTCOME), MAX_SMALL_FILE_BYTES)
+            if outcome is not None and outcome.get("attempt") == latest:
                 return outcome
-        try:
-            with open(os.path.join(folder, f"attempt{latest}", RESULT)) as fh:
-                return {"status": json.load(fh)["status"], "attempt": latest}
-        except (OSError, ValueError, KeyError):
-            return None  # the latest run has not finished, or died without a word
+        found = _read_outcome(os.path.join(folder, f"attempt{latest}", RESULT), MAX_RESULT_BYTES)
+        return None if found is None else {"status": found["status"], "attempt": latest}
+
+
+def _read_outcome(path: str, max_bytes: int) -> dict | None:
+    """{"status", "attempt"?} from an outcome or result file, or None when it cannot be read or
+    does not hold a run's status: the run has not finished, died without a word, or the file
+    was planted (a FIFO, a status such as '[/]' that is none of FINISHED)."""
+    try:
+        doc = json.loads(read_bounded(path, max_bytes))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("status") not in FINISHED:
+        return None
+    attempt = doc.get("attempt")
+    if attempt is not None and (not isinstance(attempt, int) or isinstance(attempt, bool)):
+        return None
+    return doc
+
+
+# -- the folder of a new campaign, and of a stored one ------------------------------------------
+def claim_folder(root: Path, name: str) -> bool:
+    """Make `root` the folder of the new campaign `name`: created when missing (True), or
+    taken when it is an empty folder (False). UserError, with nothing made, for a folder that
+    is not empty (the user's files, another campaign's plan: both would be overwritten) and
+    for one that cannot be made (a file on the way, no permission)."""
+    if root.is_dir():
+        if next(os.scandir(root), None) is not None:
+            owner = plan_owner(root)
+            whose = (f"holds campaign {owner!r} (its {PLAN})" if owner and owner != name
+                     else f"holds an earlier campaign {name!r} (its {PLAN})" if owner
+                     else "is not empty")
+            raise UserError(f"campaign folder {root} {whose}: wirewise writes {SPEC}, {PLAN} and {TASKS}/ there; "
+                            "give target.folder a new or empty folder, or move that one away")
+        return False
+    try:
+        root.mkdir(parents=True)
+    except OSError as exc:
+        raise UserError(f"cannot make campaign folder {root}: {exc.strerror} (target.folder, or WIREWISE_RUNS)") from None
+    return True
+
+
+def write_campaign(root: Path, name: str, spec_doc: dict[str, Any], plan_doc: dict[str, Any], tasks) -> bool:
+    """The new campaign's folder: claimed (claim_folder), then its spec, plan and task specs;
+    returns whether the folder was made for it. When any of it fails (a full disk, Ctrl-C)
+    what was written goes again (CampaignFolder.remove_written): missing, or empty, as it was."""
+    import yaml
+
+    created = claim_folder(root, name)
+    folder = CampaignFolder(root)
+    try:
+        (root / SPEC).write_text(yaml.safe_dump(spec_doc, sort_keys=False))
+        write_json_atomic(root / PLAN, plan_doc)
+        for task in tasks:
+            folder.write_task(task)
+    except BaseException as exc:
+        folder.remove_written([task.task_id for task in tasks], whole=created)
+        if isinstance(exc, OSError):
+            raise UserError(f"cannot write campaign folder {root}: {exc.strerror}; nothing recorded") from None
+        raise
+    return created
+
+
+def plan_owner(root: Path) -> str | None:
+    """The campaign whose plan.json is in `root` (read from its first bytes), or None."""
+    try:
+        head = read_head(root / PLAN, 4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = _PLAN_OWNER.match(head)
+    try:
+        return json.loads(match.group(1)) if match else None
+    except ValueError:
+        return None
+
+
+def check_folder(root: Path, name: str) -> None:
+    """The folder of the stored campaign `name` is there and still its own; else UserError,
+    before anything reads it or changes a stored status."""
+    kept = f"the stored results are kept (`wirewise results --campaign {name}`)"
+    forget = f"`wirewise campaign forget {name}` removes the campaign's records"
+    if not root.is_dir():
+        raise UserError(f"campaign folder {root} is missing; {kept}; {forget}")
+    owner = plan_owner(root)
+    if owner != name:
+        what = f"holds campaign {owner!r}'s {PLAN}" if owner else f"has no {PLAN} of campaign {name!r}"
+        raise UserError(f"campaign folder {root} {what}; {kept}; {forget}")
+    if not (root / TASKS).is_dir():
+        raise UserError(f"campaign folder {root} has lost its {TASKS}/ folder; {kept}; {forget}")
+
+
+def missing_task_specs(root: Path, task_ids) -> list[str]:
+    """The tasks among `task_ids` whose spec.json is gone (a run needs it)."""
+    folder = CampaignFolder(root)
+    return [task_id for task_id in task_ids if not (folder.task_dir(task_id) / "spec.json").is_file()]
+
+
+def read_plan_node(root: Path) -> dict[str, Any]:
+    """The node the campaign was planned on (plan.json's "node"; {} for CPU ranks)."""
+    try:
+        doc = json.loads(read_bounded(root / PLAN, MAX_RESULT_BYTES))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UserError(f"campaign folder {root}: cannot read its {PLAN} ({getattr(exc, 'strerror', None) or exc})") from None
+    return (doc.get("node") if isinstance(doc, dict) else None) or {}
 
 
 def _latest_attempt(names: list[str]) -> int:

@@ -32,10 +32,11 @@ class PlannedTask:
 
     def to_json(self) -> dict[str, Any]:
         spec = self.spec
-        return {
+        shown = {
             "task_id": spec.task_id, "workload": spec.workload, "params": spec.params, "gpus": spec.gpus,
             "placement": self.placement, "transport": self.transport, "repeat": self.repeat, "nodes": spec.nnodes,
         }
+        return {**shown, "hosts": spec.hosts} if spec.hosts else shown
 
 
 @dataclass
@@ -57,6 +58,17 @@ class Plan:
     topology: Topology | None  # None: CPU ranks
     tasks: list[PlannedTask] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)  # node -> why it runs nothing (fleet plans)
+
+    @property
+    def cpu_ranks(self) -> bool:
+        """Every task runs CPU ranks: there is no GPU on the node planned on."""
+        return self.topology is None
+
+    def pins(self, partition: str | None) -> dict:
+        """task id -> where it must run (wirewise.orchestrator.campaign.submit.Pin): a plan for one
+        node type pins nothing (campaign.fleet's plans pin each task to its node)."""
+        return {}
 
     def to_json(self) -> dict[str, Any]:
         node = None
@@ -72,6 +84,7 @@ def plan_campaign(spec: CampaignSpec, topo: Topology | None) -> Plan:
     if topo is not None and spec.target.fabric and topo.fabric != spec.target.fabric:
         raise UserError(f"target.fabric is {spec.target.fabric} but the node planned on is {topo.fabric}: "
                         "plan on a node of that fabric (--topology-file or --node)")
+    check_size(spec)
     plan = Plan(spec.name, topo)
     backend = spec.target.backend or ("nccl" if topo is not None else "gloo")
     placements: dict[tuple[int, str], tuple[list[int], str] | str] = {}
@@ -98,6 +111,22 @@ def plan_campaign(spec: CampaignSpec, topo: Topology | None) -> Plan:
                         continue
                     plan.tasks.extend(PlannedTask(repeat, name, transport, r) for r, repeat in enumerate(_repeats(task, axes.repeats)))
     return plan
+
+
+def check_size(spec: CampaignSpec) -> None:
+    """Refuse, before expanding anything, a spec whose grid holds more than MAX_TASKS tasks
+    (before skips: every case x GPU count x placement x transport x repeat)."""
+    from wirewise.limits import MAX_TASKS
+
+    total = 0
+    for workload in spec.workloads:
+        axes = spec.axes_for(workload)
+        cases = 1 if workload.collectives is not None else len(workload.train.models) * len(workload.train.strategies)
+        pairs = sum(1 if p == "all" or isinstance(p, list) else len(axes.gpus) for p in axes.placement)
+        total += cases * pairs * len(axes.transport) * axes.repeats
+    if total > MAX_TASKS:
+        raise UserError(f"campaign {spec.name!r} asks for {total:,} tasks, more than the {MAX_TASKS:,} one campaign may "
+                        "plan: split it, or lower axes.repeats or the lists it crosses")
 
 
 def _cases(workload: Workload) -> Iterator[tuple[dict[str, Any], Any]]:
@@ -129,6 +158,10 @@ def _place(topo: Topology | None, k: int | None, placement) -> tuple[list[int], 
     from wirewise.orchestrator.placement import Unplaceable, select_gpus
 
     if topo is None:
+        from wirewise.limits import MAX_CPU_RANKS
+
+        if placement == "packed" and k is not None and k > MAX_CPU_RANKS:
+            return f"{k} CPU ranks on one machine: at most {MAX_CPU_RANKS} (no GPU here)"
         if placement == "packed":
             return [], "cpu"
         return f"no GPUs on the target: {_name(placement)} needs a GPU topology (plan with --topology-file or --node)"

@@ -23,9 +23,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from wirewise.errors import UserError, field_path
+from wirewise.limits import (
+    MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_TASKS, MAX_TIME_MIN,
+)
 from wirewise.orchestrator.executor import EXECUTORS
 from wirewise.orchestrator.slurm.values import CONSTRAINT, FOLDER, NAME, NODELIST, TIME, WORD, Pattern
 from wirewise.models import check_model_name
@@ -84,26 +87,42 @@ def _placement(value: Any) -> str | list[int]:
 
 
 Placement = Annotated[Any, AfterValidator(_placement)]
+GpuCount = Annotated[int, Field(ge=1, le=MAX_RANKS)]
+
+
+def _once_each(values: list | None) -> list | None:
+    """An axis lists each value once: a value listed twice would plan the same task twice."""
+    seen = set()
+    for value in values or ():
+        key = str(value)  # placements may be lists: compared by their text
+        if key in seen:
+            raise ValueError(f"{value!r} is listed twice")
+        seen.add(key)
+    return values
 
 
 class Axes(BaseModel):
     """The sweep: every combination becomes a task (per workload case)."""
 
     model_config = Strict
-    gpus: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [2], min_length=1)
+    gpus: list[GpuCount] = Field(default_factory=lambda: [2], min_length=1)
     placement: list[Placement] = Field(default_factory=lambda: ["packed"], min_length=1)
     transport: list[Transport] = Field(default_factory=lambda: ["default"], min_length=1)
-    repeats: int = Field(1, ge=1)
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
+
+    _unique = field_validator("gpus", "placement", "transport")(_once_each)
 
 
 class AxesOverride(BaseModel):
     """A workload's own axes: what it sets replaces the campaign's."""
 
     model_config = Strict
-    gpus: list[Annotated[int, Field(ge=1)]] | None = Field(None, min_length=1)
+    gpus: list[GpuCount] | None = Field(None, min_length=1)
     placement: list[Placement] | None = Field(None, min_length=1)
     transport: list[Transport] | None = Field(None, min_length=1)
-    repeats: int | None = Field(None, ge=1)
+    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)
+
+    _unique = field_validator("gpus", "placement", "transport")(_once_each)
 
 
 class CollectiveSweep(CollectiveParams):
@@ -133,6 +152,8 @@ class TrainSweep(BaseModel):
     lr: float = Field(1e-4, gt=0)
     data: str | None = None
     memory_limit_gb: float | None = Field(None, gt=0)
+
+    _unique = field_validator("models", "strategies")(_once_each)
 
     def params(self, model: str, strategy: str) -> TrainParams:
         fields = self.model_dump(exclude={"models", "strategies", "batch_size"}, exclude_none=True)
@@ -171,10 +192,13 @@ class Workload(BaseModel):
 
 class Target(BaseModel):
     """Where the tasks run. For Slurm, each array element takes a whole node and runs
-    `tasks_per_element` tasks one after another on their planned GPUs."""
+    `tasks_per_element` tasks one after another on their planned GPUs. `scope: each-node`
+    makes it a fleet campaign: every node of the partition, node list or constraint runs
+    the whole grid, pinned to it and planned on its own wiring."""
 
     model_config = Strict
     executor: ExecutorName = "local"  # a name of wirewise.orchestrator.executor.EXECUTORS
+    scope: Literal["each-node"] | None = None  # None: the tasks go to nodes of one type, wherever Slurm puts them
     partition: SlurmWord | None = None
     account: SlurmWord | None = None
     qos: SlurmWord | None = None
@@ -184,26 +208,50 @@ class Target(BaseModel):
     fingerprint: Fingerprint | None = None
     fabric: Fabric | None = None
     time: SlurmTime = "01:00:00"
-    array_parallelism: int = Field(16, ge=1)
-    tasks_per_element: int = Field(8, ge=1)
-    nodes: int = Field(1, ge=1)  # nodes per task: more than 1 runs each task as one multi-node job
+    array_parallelism: int = Field(16, ge=1, le=MAX_TASKS)
+    tasks_per_element: int = Field(8, ge=1, le=MAX_TASKS)
+    nodes: int = Field(1, ge=1, le=MAX_NODES)  # nodes per task: more than 1 runs each task as one multi-node job
     backend: Literal["nccl", "gloo"] | None = None  # default: nccl on GPUs, gloo on CPU ranks
-    timeout_s: float = Field(3600.0, gt=0)  # per task, enforced by the supervisor
+    timeout_s: float = Field(3600.0, gt=0, le=MAX_TIME_MIN * 60, allow_inf_nan=False)  # per task, enforced by the supervisor
     folder: Folder | None = None  # campaign folder (shared storage for Slurm); default $WIREWISE_RUNS/campaigns/NAME
+
+    @field_validator("time")
+    @classmethod
+    def _bounded_time(cls, value: str) -> str:
+        if _minutes(value) > MAX_TIME_MIN:
+            raise ValueError(f"{value!r} is longer than {MAX_TIME_MIN // 1440} days, the bound for a time limit")
+        if _minutes(value) < 1:
+            raise ValueError(f"{value!r} is no time: Slurm reads a limit of 0 as none at all; give at least a minute")
+        return value
+    @model_validator(mode="after")
+    def _fleet(self) -> Target:
+        if self.scope != "each-node":
+            return self
+        if not (self.partition or self.nodelist or self.constraint):
+            raise ValueError("scope each-node: name the nodes with partition, nodelist or constraint")
+        if self.nodes != 1:
+            raise ValueError("scope each-node runs each node on its own: nodes must be 1 (pair tests: `wirewise fleet pairs`)")
+        if self.fingerprint:
+            raise ValueError("scope each-node plans every node on its own wiring: drop fingerprint (constraint selects nodes)")
+        return self
 
     @property
     def time_minutes(self) -> int:
-        """Slurm's time formats in minutes (rounded up)."""
-        days, _, clock = self.time.rpartition("-")
-        parts = [int(p) for p in clock.split(":")]
-        if days:
-            hours, minutes, seconds = (parts + [0, 0])[:3]
-            return int(days) * 1440 + hours * 60 + minutes + (seconds > 0)
-        if len(parts) == 1:
-            return parts[0]
-        if len(parts) == 2:
-            return parts[0] + (parts[1] > 0)
-        return parts[0] * 60 + parts[1] + (parts[2] > 0)
+        return _minutes(self.time)
+
+
+def _minutes(time: str) -> int:
+    """Slurm's time formats in minutes (rounded up)."""
+    days, _, clock = time.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    if days:
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+        return int(days) * 1440 + hours * 60 + minutes + (seconds > 0)
+    if len(parts) == 1:
+        return parts[0]
+    if len(parts) == 2:
+        return parts[0] + (parts[1] > 0)
+    return parts[0] * 60 + parts[1] + (parts[2] > 0)
 
 
 class CampaignSpec(BaseModel):
@@ -231,7 +279,8 @@ class CampaignSpec(BaseModel):
 
 
 def load_spec(path: str | Path) -> CampaignSpec:
-    """The spec in a YAML file; UserError naming the file and the field for anything wrong."""
+    """The spec in a YAML file; UserError naming the file and the field for anything wrong.
+    Bounded as every YAML file people write (wirewise.yamlfile)."""
     from wirewise.yamlfile import read_yaml
 
     return parse_spec(read_yaml(path, "campaign spec"), str(path))

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirewise.orchestrator.campaign.folder import CampaignFolder
+from wirewise.orchestrator.campaign.folder import FINISHED, CampaignFolder, check_folder
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.campaigns import CampaignInfo, TaskInfo, campaign_info, campaign_tasks, set_statuses
 
-FINISHED = ("ok", "oom", "failed", "timeout", "cancelled")
 RETRIED = ("missing", "failed", "cancelled", "timeout")
 STATES = ("ok", "running", "pending", "oom", "failed", "timeout", "cancelled", "missing")
 
@@ -31,6 +30,7 @@ class TaskState:
     status: str
     attempt: int
     element: str | None
+    node: str | None = None  # the nodes the task is pinned to (fleet campaigns, pair tests)
 
 
 @dataclass
@@ -48,34 +48,55 @@ class CampaignStatus:
     def done(self) -> bool:
         return all(t.status not in ("running", "pending") for t in self.tasks)
 
+    @property
+    def by_node(self) -> dict[str, dict[str, int]]:
+        """Tasks per state on each node they are pinned to, in the order the nodes first appear
+        (empty for a campaign whose tasks go wherever the scheduler puts them)."""
+        counted: dict[str, Counter] = {}
+        for task in self.tasks:
+            if task.node:
+                counted.setdefault(task.node, Counter())[task.status] += 1
+        return {node: {state: c[state] for state in STATES if c[state]} for node, c in counted.items()}
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        shown = {
             "campaign": self.campaign.name, "executor": self.campaign.executor, "folder": self.campaign.folder,
             "total": len(self.tasks), "counts": self.counts, "done": self.done,
             "tasks": [t.__dict__ for t in self.tasks],
         }
+        nodes = self.by_node
+        return {**shown, "nodes": nodes} if nodes else shown
 
 
 def campaign_status(store: Store, name: str) -> CampaignStatus:
+    """Where each task stands; UserError when the campaign's folder is missing or not its own
+    (wirewise.orchestrator.campaign.folder.check_folder), so nothing reads it as "missing"."""
     from wirewise.orchestrator.executor import executor_named
 
     info = campaign_info(store, name)
+    check_folder(Path(info.folder), name)
     folder = CampaignFolder(Path(info.folder))
     tasks = campaign_tasks(store, name)
     outcomes = {task.task_id: folder.outcome(task.task_id) for task in tasks}
-    unfinished = [task for task in tasks if not _finished(outcomes[task.task_id], task)]
+    # a task whose folder was deleted after it finished keeps what was stored: it is not "missing"
+    kept = {task.task_id for task in tasks if outcomes[task.task_id] is None and task.status in FINISHED
+            and not folder.task_dir(task.task_id).is_dir()}
+    unfinished = [task for task in tasks if not _finished(outcomes[task.task_id], task) and task.task_id not in kept]
     states = executor_named(info.executor).states([task.element for task in unfinished]) if unfinished else {}
     status = CampaignStatus(info, stored=tasks)
     started: set[tuple] = set()  # elements whose first unfinished task was seen
     for task in tasks:
         outcome = outcomes[task.task_id]
         if _finished(outcome, task):
-            status.tasks.append(TaskState(task.task_id, outcome["status"], outcome["attempt"], task.element))
+            status.tasks.append(TaskState(task.task_id, outcome["status"], outcome["attempt"], task.element, task.node))
+            continue
+        if task.task_id in kept:
+            status.tasks.append(TaskState(task.task_id, task.status, task.attempts, task.element))
             continue
         where = (task.element, task.bundle)  # a local run takes every bundle: the bundle tells them apart
         state = _unfinished(states.get(task.element), first=where not in started)
         started.add(where)
-        status.tasks.append(TaskState(task.task_id, state, task.attempts, task.element))
+        status.tasks.append(TaskState(task.task_id, state, task.attempts, task.element, task.node))
     return status
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json, print_tables
 
 app = command_group(
     "Campaigns: one YAML spec -> every measurement of a grid, as job arrays on Slurm or here.\n\n"
@@ -20,6 +20,7 @@ TopologyFileOption = Annotated[str | None, typer.Option("--topology-file", help=
 NodeOption = Annotated[str | None, typer.Option("--node", help="Plan on the wiring stored for this node (`wirewise topo save`).")]
 NameOption = Annotated[str | None, typer.Option("--name", help="Run the spec under this campaign name instead of its own.")]
 GpusOption = Annotated[str | None, typer.Option("--gpus", metavar="K[,K...]", help="GPU counts to sweep instead of the spec's axes.gpus (every workload), e.g. 2,4,8 or 2-4.")]
+IncludeDownOption = Annotated[bool, typer.Option("--include-down", help="Fleet campaigns (target.scope each-node): plan the nodes Slurm reports down or drained too (they run once Slurm takes them back).")]
 
 
 def _counts(text: str | None) -> list[int] | None:
@@ -36,17 +37,18 @@ def _counts(text: str | None) -> list[int] | None:
 
 @app.command()
 def plan(spec: SpecArg, topology_file: TopologyFileOption = None, node: NodeOption = None, name: NameOption = None,
-         gpus: GpusOption = None, db: DbOption = None, json: JsonOption = False) -> None:
-    """Expand a spec into tasks, each on its exact GPUs; list what cannot be placed and why."""
+         gpus: GpusOption = None, include_down: IncludeDownOption = False, db: DbOption = None,
+         json: JsonOption = False) -> None:
+    """Expand a spec into tasks, each on its exact GPUs; list what cannot be placed and why (a fleet spec: per node type, with its nodes)."""
     from wirewise.orchestrator.campaign import plan_spec
     from wirewise.orchestrator.report.campaigns import plan_table
 
-    _, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus))
+    _, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus), include_down)
     _note_cpu(planned)
     if json:
         print_json(planned.to_json())
         return
-    console().print(plan_table(planned))
+    print_tables([plan_table(planned)])
 
 
 @app.command()
@@ -58,25 +60,31 @@ def submit(
     node: NodeOption = None,
     name: NameOption = None,
     gpus: GpusOption = None,
+    include_down: IncludeDownOption = False,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Record the campaign and submit it: job arrays through submitit (slurm), or run it here (local)."""
+    """Record the campaign and submit it: job arrays through submitit (slurm), or run it here (local). A fleet spec's nodes without a stored wiring are surveyed first."""
     from wirewise.orchestrator.campaign import campaign_folder, plan_spec, submission_for, submit_spec
     from wirewise.orchestrator.executor import check_name, executor_named
     from wirewise.orchestrator.report.campaigns import submitted_lines
 
     if executor is not None:
         check_name(executor, "--executor")
-    campaign, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus))
+    with _survey_progress(quiet=json) as on_probe:
+        campaign, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus), include_down,
+                                      probe=not dry_run, on_probe=on_probe)
     _note_cpu(planned)
     executor = executor or campaign.target.executor
     if dry_run:
         gpus = planned.topology.gpus if planned.topology is not None else None
         runs = [(t.spec.task_id, 1) for t in planned.tasks]
-        submission = submission_for(campaign, gpus, runs, executor, campaign_folder(campaign), dry_run=True)
+        submission = submission_for(campaign, gpus, runs, executor, campaign_folder(campaign), dry_run=True,
+                                    pins=planned.pins(campaign.target.partition))
         report = {"campaign": campaign.name, "executor": executor, "dry_run": True, "skipped": len(planned.skipped),
                   **submission.to_json()}
+        if planned.left_out:
+            report["left_out"] = [{"node": n, "reason": r} for n, r in planned.left_out.items()]
     else:
         from wirewise.orchestrator.store import Store
 
@@ -86,21 +94,38 @@ def submit(
         print_json(report)
     else:
         typer.echo("\n".join(submitted_lines(report)))
+    _exit_if_interrupted(report)
+
+
+def _exit_if_interrupted(report: dict) -> None:
+    """A local run stopped by Ctrl-C (or `campaign cancel`) exits 130 once its cancelled task
+    is stored, as `bench` does (wirewise.orchestrator.run.here.EXIT_CANCELLED)."""
+    from wirewise.orchestrator.run.here import EXIT_CANCELLED
+
+    if report.get("interrupted"):
+        typer.echo(f"wirewise: campaign {report['campaign']} stopped: its cancelled task is stored; "
+                   f"`wirewise campaign resume {report['campaign']}` runs the rest", err=True)
+        raise typer.Exit(EXIT_CANCELLED)
 
 
 @app.command()
 def status(
     name: NameArg,
     watch: Annotated[bool, typer.Option("--watch", help="Poll until every task has ended, then collect.")] = False,
-    interval: Annotated[float, typer.Option("--interval", min=1.0, help="Seconds between polls with --watch.")] = 10.0,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls with --watch (1 to 86400).")] = 10.0,
+    nodes: Annotated[bool, typer.Option("--nodes", help="Each node's tasks per state too (fleet campaigns; --json always has them).")] = False,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
     """Tasks per state, from the campaign folder and one Slurm query per poll."""
+    from wirewise.errors import UserError
+    from wirewise.limits import MAX_INTERVAL_S
     from wirewise.orchestrator.campaign.track import campaign_status, collect_campaign
     from wirewise.orchestrator.report.campaigns import status_table
     from wirewise.orchestrator.store import Store
 
+    if not 1 <= interval <= MAX_INTERVAL_S:  # also refuses nan
+        raise UserError(f"--interval {interval:g}: give seconds from 1 to {MAX_INTERVAL_S}")
     store = Store(db)
     state = campaign_status(store, name)
     if watch:
@@ -109,7 +134,7 @@ def status(
     if json:
         print_json(state.to_json())
     else:
-        console().print(status_table(state))
+        console().print(status_table(state, by_node=nodes))
 
 
 @app.command()
@@ -145,13 +170,17 @@ def resume(
         report = resume_campaign(Store(db), name, include_oom, max_attempts, on_task)
     if json:
         print_json(report)
+        _exit_if_interrupted(report)
         return
     if not report["resubmitted"]:
         typer.echo(f"campaign {name}: nothing to resubmit")
+        for left in report.get("left_out", []):
+            typer.echo(f"  left out: {left['node']}: {left['reason']}")
     else:
         typer.echo("\n".join(submitted_lines(report)))
     if report["attempt_limit_reached"]:
         typer.echo(f"{len(report['attempt_limit_reached'])} task(s) left out: they ran {max_attempts} times (--max-attempts)")
+    _exit_if_interrupted(report)
 
 
 @app.command()
@@ -171,6 +200,26 @@ def cancel(name: NameArg, db: DbOption = None, json: JsonOption = False) -> None
         typer.echo(f"campaign {name}: cancelled {', '.join(arrays)}" if arrays else f"campaign {name}: nothing running{note}")
 
 
+@app.command()
+def forget(
+    name: NameArg,
+    remove_results: Annotated[bool, typer.Option("--remove-results", help="Remove the campaign's stored results too (default: kept).")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Remove a campaign's records (its results stay unless --remove-results); its folder stays on disk."""
+    from wirewise.orchestrator.campaign import forget as forget_campaign
+    from wirewise.orchestrator.store import Store
+
+    report = forget_campaign(Store(db), name, remove_results)
+    if json:
+        print_json(report)
+        return
+    kept = "its results kept" if report["results_kept"] else f"{report['results_removed']} result(s) removed"
+    typer.echo(f"campaign {name} forgotten: {report['tasks_removed']} task record(s) removed, {kept}; "
+               f"its folder {report['folder']} is left as it is")
+
+
 @app.command("list")
 def list_(db: DbOption = None, json: JsonOption = False) -> None:
     """Stored campaigns, newest first, with their tasks per state as last seen."""
@@ -188,7 +237,7 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
 
 
 def _note_cpu(planned) -> None:
-    if planned.topology is None:
+    if planned.cpu_ranks:
         typer.echo("wirewise: note: no NVIDIA GPU or driver here: the tasks run as CPU ranks (gloo)", err=True)
 
 
@@ -207,6 +256,31 @@ def _watch(store, name, state, interval: float, quiet: bool):
                 return state
             time.sleep(interval)
             state = campaign_status(store, name)
+
+
+@contextmanager
+def _survey_progress(quiet: bool):
+    """A progress bar while a fleet campaign's unsurveyed nodes are probed, shown from the first
+    answer on (most submissions probe nothing); yields its callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    shown: list = []
+
+    def on_probe(done: int, total: int) -> None:
+        if quiet:
+            return
+        if not shown:
+            progress = Progress(TextColumn("[bold]probing wiring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                transient=True)
+            progress.start()
+            shown.extend([progress, progress.add_task("survey", total=total)])
+        shown[0].update(shown[1], completed=done, total=total)
+
+    try:
+        yield on_probe
+    finally:
+        if shown:
+            shown[0].stop()
 
 
 @contextmanager

@@ -24,8 +24,25 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 
 
 def print_json(obj: Any) -> None:
-    """JSON on stdout; datetimes and other objects as strings."""
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    """JSON on stdout; datetimes and other objects as strings. NaN and Infinity are not JSON
+    (RFC 8259): a figure stored as one before the store refused them prints as null."""
+    try:
+        text = json.dumps(obj, indent=2, default=str, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(obj), indent=2, default=str, allow_nan=False)
+    sys.stdout.write(text + "\n")
+
+
+def _finite(obj: Any) -> Any:
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {key: _finite(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(value) for value in obj]
+    return obj
 
 
 def warn(lines: list[str]) -> None:
@@ -74,6 +91,7 @@ BatchOption = Annotated[int, typer.Option("--batch-size", help="Micro-batch per 
 SeqOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")]
 AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12 B/param (bf16 params+grads, fp32 moments); zero: 16 B/param (plus fp32 master).")]
 GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
+GpuNameOption = Annotated[str | None, typer.Option("--gpu-name", help="The GPUs' model as nvidia-smi -L prints it (e.g. 'NVIDIA H200'), for a saved matrix without names.")]
 
 
 def emit(result: Any, json: bool, table) -> None:
@@ -82,3 +100,21 @@ def emit(result: Any, json: bool, table) -> None:
         print_json(result)
     else:
         table(result)
+
+
+# Which nodes (`fleet pairs`, `topo survey`): any of a partition, a node list, a feature expression.
+PartitionOption = Annotated[str | None, typer.Option("--partition", "-p", help="Every node of this Slurm partition.")]
+NodelistOption = Annotated[str | None, typer.Option("--nodelist", "-w", help="These nodes (a Slurm node list such as gpu[01-16]).")]
+ConstraintOption = Annotated[str | None, typer.Option("--constraint", "-C", help="The nodes with these features (a100&ib, [rack1|rack2]).")]
+
+
+def scope_options(partition: str | None, nodelist: str | None, constraint: str | None):
+    """The nodes named by --partition / --nodelist / --constraint (checked: Slurm's character sets)."""
+    from wirewise.orchestrator.executor.core import Scope
+    from wirewise.orchestrator.slurm.values import CONSTRAINT, NODELIST, WORD
+
+    labels = {"partition": "--partition", "nodelist": "--nodelist", "constraint": "--constraint"}
+    for value, pattern, key in ((partition, WORD, "partition"), (nodelist, NODELIST, "nodelist"), (constraint, CONSTRAINT, "constraint")):
+        if value is not None:
+            pattern.check(value, labels[key])
+    return Scope(partition, nodelist, constraint, labels)

@@ -18,27 +18,29 @@ def estimate(
     seq_len: SeqOption = None,
     accounting: AccountingOption = "article",
     gpu_mem_gb: GpuMemOption = None,
+    gpu_name: Annotated[str | None, typer.Option("--gpu-name", help="The GPU's model (e.g. 'NVIDIA H200'): its memory, where --gpu-mem-gb is not given.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
     """Memory per GPU for each strategy: model states by the ZeRO formulas, activations, and whether it fits."""
     from wirewise.orchestrator.advise import estimate as estimate_memory
-    from wirewise.orchestrator.decide import existing_store
+    from wirewise.orchestrator.store import Store
 
     result = estimate_memory(
         model, gpus, [strategy] if strategy else None, batch_size, seq_len, accounting, gpu_mem_gb,
-        store=existing_store(db),
+        gpu_name=gpu_name, store=Store.open_existing(db),
     )
     emit(result, json, print_estimate)
 
 
 def print_estimate(result: dict) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     out = console()
     memory = f"{result['gpu_mem_gb']:g} GB" if result["gpu_mem_gb"] else "unknown memory"
     table = Table(
-        title=f"{result['model']}: {result['params'] / 1e9:.2f}B params, {result['gpus']} GPU(s) of {memory}",
+        title=f"{escape(result['model'])}: {result['params'] / 1e9:.2f}B params, {result['gpus']} GPU(s) of {memory}",
         show_header=True,
     )
     table.caption = "GB per GPU (10^9 bytes)"
@@ -54,7 +56,8 @@ def print_estimate(result: dict) -> None:
     for row in result["strategies"]:
         cal = row["calibration"]
         if cal:
-            notes.append(f"{row['strategy']}: calibrated x{cal['factor']:g} on {cal['results']} measured peak(s) (median {cal['measured_peak_gb']:g} GB)")
+            notes.append(f"{row['strategy']}: calibrated x{cal['factor']:g} on {cal['results']} measured peak(s) "
+                         f"(median {cal['measured_peak_gb']:g} GB; source {', '.join(cal['sources'])})")
     for note in notes:
         out.print(f"- {note}", markup=False, highlight=False)
 

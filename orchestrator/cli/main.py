@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import baseline, bench, campaign, collect, db, doctor, estimate, fleet, importer, place, results, run, topo
+from wirewise.orchestrator.cli import baseline, bench, campaign, collect, db, doctor, estimate, fleet, importer, launch, place, results, run, topo
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -22,14 +22,15 @@ app.add_typer(topo.app, name="topo")
 app.add_typer(bench.app, name="bench")
 app.add_typer(importer.app, name="import")
 app.add_typer(campaign.app, name="campaign")
+app.add_typer(fleet.app, name="fleet")
 app.command("collect")(collect.collect)
 app.command()(place.place)
 app.command()(estimate.estimate)
 run.register(app)
+launch.register(app)
 app.add_typer(results.app)
 app.command()(doctor.doctor)
 app.add_typer(baseline.app, name="baseline")
-app.add_typer(fleet.app, name="fleet")
 
 
 def _version(value: bool) -> None:
@@ -50,28 +51,53 @@ def main(
 def run() -> None:
     """Console script: bad input becomes one line on stderr and exit code 2, whether the
     command found it (UserError) or click did while parsing (a missing or malformed option),
-    so every check answers in one style. Ctrl-C exits 130."""
+    so every check answers in one style. Ctrl-C exits 130; a reader that closes the pipe early
+    (`wirewise results --csv | head -1`) ends it quietly, as it ends any Unix tool.
+
+    The handlers are looked up once, before the command runs, and every name they match on
+    exists whatever typer vendors: an `except` clause naming a missing attribute would raise
+    AttributeError while matching any exception that reaches it, typer's own SystemExit too."""
     import sys
 
     from wirewise.errors import UserError
 
     _tune_collector()
-    click = _click_exceptions()
+    no_args_help, usage_error, click_error = _click_exceptions()
     try:
         code = app(standalone_mode=False)  # typer returns the exit code instead of exiting
+        sys.stdout.flush()  # here, so a closed pipe is seen now, not at interpreter exit
     except UserError as exc:
         _error(str(exc), exc.exit_code)
-    except getattr(click, "NoArgsIsHelpError", ()) as exc:  # `wirewise bench`: its help, as click shows it
+    except no_args_help as exc:  # `wirewise bench`: its help, as click shows it
         exc.show()
         sys.exit(exc.exit_code)
-    except click.UsageError as exc:
+    except usage_error as exc:
         command = exc.ctx.command_path if exc.ctx else "wirewise"
         _error(f"{exc.format_message()} (see {command} --help)", exc.exit_code)
-    except click.ClickException as exc:
+    except click_error as exc:
         _error(exc.format_message(), exc.exit_code)
-    except click.Abort:
+    except typer.Abort:  # every typer names it: its own class, or click's re-exported
         sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        _closed_pipe()
+    except OSError as exc:  # a path the system refuses (too long, no permission, a full disk): its reason and the path
+        where = f": {exc.filename}" if exc.filename else ""
+        _error(f"{exc.strerror or exc}{where}", 2)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _closed_pipe() -> None:
+    """The reader of stdout went away: nothing more to say to anyone. stdout is pointed at
+    /dev/null so the interpreter's last flush does not fail again; exit 1, as typer and
+    click end a command whose pipe closed."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(1)
 
 
 def _tune_collector() -> None:
@@ -87,17 +113,27 @@ def _tune_collector() -> None:
     atexit.register(gc.freeze)  # registered first, so it runs after every other exit handler
 
 
-def _click_exceptions():
-    """click's exception classes as typer raises them (newer typer vendors click as typer._click)."""
+def _click_exceptions() -> tuple[type, type, type]:
+    """(NoArgsIsHelpError, UsageError, ClickException) as typer raises them: newer typer vendors
+    click as typer._click (0.29.2 does, without Abort), older ones use click. A class one of them
+    lacks is a class nothing raises, so its `except` clause never matches and never fails."""
     try:
         from typer._click import exceptions
     except ImportError:
         from click import exceptions
-    return exceptions
+
+    class NeverRaised(Exception):
+        pass
+
+    return tuple(getattr(exceptions, name, NeverRaised) for name in ("NoArgsIsHelpError", "UsageError", "ClickException"))
 
 
 def _error(message: str, exit_code: int) -> None:
+    """The one error line. A value typed or stored at great length (a 5,000-digit number, a
+    10,000-character name) is shown by its two ends, so the line stays one readable line."""
+    import re
     import sys
 
+    message = re.sub(r"\S{200,}", lambda m: f"{m[0][:60]}...({len(m[0])} characters)...{m[0][-20:]}", message)
     sys.stderr.write(f"wirewise: error: {message}\n")
     sys.exit(exit_code)

@@ -6,7 +6,8 @@ from typing import Annotated
 import typer
 
 from wirewise.orchestrator.cli.common import (
-    AccountingOption, BatchOption, DbOption, GpuMemOption, JsonOption, ModelOption, SeqOption, TopologyFileOption,
+    AccountingOption, BatchOption, DbOption, GpuMemOption, GpuNameOption, JsonOption, ModelOption, SeqOption,
+    TopologyFileOption,
     console, emit,
 )
 
@@ -27,6 +28,7 @@ def place(
     seq_len: SeqOption = None,
     accounting: AccountingOption = "article",
     gpu_mem_gb: GpuMemOption = None,
+    gpu_name: GpuNameOption = None,
     across_nodes: Annotated[bool, typer.Option("--across-nodes", help="More GPUs than one node: choose stored nodes of one wiring first (fewest leaf switches), then GPUs on each.")] = False,
     db: DbOption = None,
     json: JsonOption = False,
@@ -40,6 +42,7 @@ def place(
     result = placement_for(
         gpus, topology_file=topology_file, node=node, free=free, policy=policy, model=model,
         batch_size=batch_size, seq_len=seq_len, accounting=accounting, gpu_mem_gb=gpu_mem_gb, db=db,
+        gpu_name=gpu_name,
     )
     emit(result, json, print_placement)
 
@@ -56,11 +59,25 @@ def print_placement(result: dict) -> None:
     for alt in result["alternatives"]:
         table.add_row("otherwise", ",".join(map(str, alt["gpus"])), _num(alt["predicted_busbw_gbs"]), _basis(alt))
     out.print(table)
+    if "advice" in result:
+        out.print(_strategy_table(result["advice"]))
     if "strategy" in result:
         out.print(f"strategy: {result['strategy'] or 'none fits'}", markup=False, highlight=False)
     for reason in result["reasons"]:
         out.print(f"- {reason}", markup=False, highlight=False)
     out.print(f"CUDA_VISIBLE_DEVICES={result['cuda_visible_devices']}", markup=False, highlight=False)
+
+
+def _strategy_table(advice: dict):
+    from rich.table import Table
+
+    table = Table(title=f"{advice['model']} on these GPUs", show_header=True)
+    for column in ("strategy", "fits", "GB per GPU", "tokens/s", "basis"):
+        table.add_column(column, justify="right")
+    for row in advice["strategies"]:
+        fits = {True: "yes", False: "no", None: "?"}[row["fits"]]
+        table.add_row(row["strategy"], fits, f"{row['total_gb']:g}", _num(row["predicted_tokens_per_s"]), row["basis"])
+    return table
 
 
 def print_nodes(result: dict) -> None:

@@ -18,7 +18,7 @@ Fingerprint = Annotated[str | None, typer.Option("--fingerprint", help="Topology
 Node = Annotated[str | None, typer.Option("--node", help="Node name.")]
 Since = Annotated[str | None, typer.Option("--since", help="Started at or after: 2026-11-30, 2026-11-30T12:00, or an age: 7d, 12h.")]
 Campaigns = Annotated[list[str] | None, typer.Option("--campaign", help="Campaign name (repeat for several).")]
-Source = Annotated[str | None, typer.Option("--source", help="wirewise or nccl-tests.")]
+Source = Annotated[str | None, typer.Option("--source", help="wirewise (benchmarks), nccl-tests (imported logs) or job (real jobs' own figures).")]
 IncludeCpu = Annotated[bool, typer.Option("--include-cpu", help="Include CPU-rank (gloo) runs, which measure the host, not the fabric.")]
 Workload = Annotated[str | None, typer.Option("--workload", help="collective or train.")]
 Op = Annotated[str | None, typer.Option("--op", help="Collective op, e.g. all_reduce.")]
@@ -73,14 +73,24 @@ def results(
 
 
 def _print_csv(rows) -> None:
+    """CSV as OWASP's guidance for CSV injection has it: every text cell quoted (the csv module
+    doubles the quotes inside), and one that a spreadsheet would read as a formula (it starts
+    with =, +, -, @, a tab or a carriage return) led by a single quote. Numbers stay numbers."""
     import csv as csv_module
     import sys
 
     from wirewise.orchestrator.report.aggregate import columns
 
-    writer = csv_module.DictWriter(sys.stdout, fieldnames=columns(rows), lineterminator="\n")
+    writer = csv_module.DictWriter(sys.stdout, fieldnames=columns(rows), lineterminator="\n",
+                                   quoting=csv_module.QUOTE_NONNUMERIC)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({key: _inert(value) for key, value in row.items()} for row in rows)
+
+
+def _inert(value):
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
 
 
 @app.command()
@@ -102,6 +112,10 @@ def compare(
     from wirewise.orchestrator.report.query import parse_filters
     from wirewise.orchestrator.store import Store
 
+    from wirewise.errors import UserError
+
+    if a == b:
+        raise UserError(f"compare {a!r} with itself: give two different sides (campaign:NAME, node:NAME, ...)")
     base = parse_filters(workload=workload, op=op, source=source, since=since, include_cpu=include_cpu)
     store = Store(db)
     result = compare_sides(store, parse_side(store, a), parse_side(store, b), base)
@@ -115,7 +129,7 @@ def compare(
 
 @app.command()
 def report(
-    out: Annotated[Path, typer.Option("--out", help="Folder for the PNG figures and index.html (created if missing).", show_default=False)],
+    out: Annotated[str, typer.Option("--out", help="Folder for the PNG figures and index.html (created if missing).", show_default=False)],
     campaign: Campaigns = None,
     fabric: Fabric = None,
     fingerprint: Fingerprint = None,
@@ -132,9 +146,13 @@ def report(
     from wirewise.orchestrator.report.query import parse_filters
     from wirewise.orchestrator.store import Store
 
+    from wirewise.errors import UserError
+
+    if not out.strip():
+        raise UserError("--out '': give the folder for the report, e.g. --out report")
     filters = parse_filters(campaigns=campaign, fabric=fabric, fingerprint=fingerprint, node=node, source=source,
                             since=since, include_cpu=include_cpu)
-    written = write_report(Store(db), filters, out)
+    written = write_report(Store(db), filters, Path(out))
     if json:
         print_json(written)
         return

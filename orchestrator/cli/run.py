@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, GpuMemOption, JsonOption, ModelOption, TopologyFileOption, console, emit
+from wirewise.orchestrator.cli.common import (
+    DbOption, GpuMemOption, GpuNameOption, JsonOption, ModelOption, TopologyFileOption, console, emit,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +30,7 @@ def run(
     folder: Annotated[Path, typer.Option("--folder", help="submitit's folder for the job's script and logs.")] = Path("wirewise-runs"),
     start_timeout: Annotated[float, typer.Option("--start-timeout", help="Seconds to wait for a shared job to start, to read back its GPUs.")] = 60.0,
     gpu_mem_gb: GpuMemOption = None,
+    gpu_name: GpuNameOption = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -38,7 +41,7 @@ def run(
         command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, node=node, partition=partition,
         time_min=time_min, cpus_per_task=cpus_per_task, folder=folder, start_timeout_s=start_timeout,
     )
-    emit(run_for(request, topology_file, db, gpu_mem_gb), json, print_run)
+    emit(run_for(request, topology_file, db, gpu_mem_gb, gpu_name), json, print_run)
 
 
 def print_run(result: dict) -> None:

@@ -4,9 +4,12 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, err_console, print_json
+from wirewise.orchestrator.cli.common import (
+    ConstraintOption, DbOption, JsonOption, NodelistOption, PartitionOption, command_group, console, err_console, print_json,
+    scope_options,
+)
 
-app = command_group("GPU wiring: show, save, list, Slurm config.\n\nProbe this node (NVML) or read a saved `nvidia-smi topo -m`, classify the fabric, fingerprint it, store it, and emit gres.conf lines.")
+app = command_group("GPU wiring: show, save, survey, list, Slurm config.\n\nProbe this node (NVML) or read a saved `nvidia-smi topo -m`, classify the fabric, fingerprint it, store it, and emit gres.conf lines; `survey` probes every node of a partition through Slurm.")
 
 FromFileOption = Annotated[
     str | None,
@@ -61,6 +64,53 @@ def save(from_file: FromFileOption = None, node: NodeOption = None, db: DbOption
         return
     what = "saved" if created else "already stored, nothing added:"
     typer.echo(f"{what} node {node_name}: {topo.gpus} GPU(s), {topo.fabric}, fingerprint {fingerprint} ({store.safe_url})")
+
+
+@app.command()
+def survey(
+    partition: PartitionOption = None,
+    nodelist: NodelistOption = None,
+    constraint: ConstraintOption = None,
+    include_down: Annotated[bool, typer.Option("--include-down", help="Survey nodes Slurm reports down or drained too (their jobs wait for them).")] = False,
+    time_min: Annotated[int, typer.Option("--time", "-t", min=1, help="Time limit of each node's job, in minutes.")] = 5,
+    wait: Annotated[float, typer.Option("--wait", min=1.0, help="Seconds to wait for every node's answer; jobs not started by then are cancelled.")] = 600.0,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Probe and store the wiring of every node of a partition, node list or feature (one short Slurm job per node); print the node types with their counts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.survey import survey as run_survey
+
+    scope = scope_options(partition, nodelist, constraint)
+    with Progress(TextColumn("[bold]nodes answered"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  disable=json, transient=True) as progress:
+        bar = progress.add_task("survey", total=None)
+        found = run_survey(Store(db), scope, include_down=include_down, time_min=time_min, wait_s=wait,
+                           on_progress=lambda done, total: progress.update(bar, completed=done, total=total))
+    if json:
+        print_json(found.to_json())
+        return
+    console().print(_types_table(found.to_json()))
+    for what, rows in (("failed", found.failed), ("left out", found.left_out)):
+        for node, reason in rows.items():
+            console().print(f"{what}: {node}: {reason}", style="yellow", markup=False, highlight=False)
+
+
+def _types_table(report: dict):
+    from rich.table import Table
+    from rich.text import Text
+
+    types = report["types"]
+    table = Table(title=f"{report['stored']} node(s) stored, {len(types)} type(s)", title_justify="left")
+    for column in ("fingerprint", "fabric", "GPUs", "model", "nodes", "names"):
+        table.add_column(column, overflow="fold")
+    for row in types:
+        names = ", ".join(row["nodes"][:6]) + (f" ... ({row['count'] - 6} more)" if row["count"] > 6 else "")
+        table.add_row(row["fingerprint"][:12], row["fabric"], str(row["gpus"]), Text(row["gpu_model"] or "?"),
+                      str(row["count"]), Text(names))
+    return table
 
 
 @app.command("list")

@@ -7,6 +7,9 @@ is the unit the executor schedules (a Slurm array element, a step of the local r
     submit(request, fn, elements, on_submitted, until) -> Submitted
     states([element, ...]) -> {element: state}   one query for all of them
     cancel([element, ...]) -> dict         stop them; what was done, for the report
+    nodes(scope) -> [Node] | None          the nodes a scope names (a fleet's, a job's), with the
+                                           GPUs each has and why it takes no new work, if so;
+                                           None: an executor without nodes to name (it runs here)
 
 `runs_here`: the submitting process runs the elements itself, one after another, on this
 machine (so it can plan on this machine's wiring and show progress); otherwise they run
@@ -53,12 +56,18 @@ class JobRequest:
     qos: str | None = None
     constraint: str | None = None
     nodelist: str | None = None
+    exclude: str | None = None  # nodes it must not go to (down, drained, flagged)
     reservation: str | None = None  # run inside this reservation (a re-test on a node reserved for it)
     parallelism: int | None = None  # array elements running at once
+    # The scheduler may start it again by itself after its node failed. Campaign elements say
+    # no: what runs again is wirewise's choice (`campaign resume`, on nodes that are up), and a
+    # lost node leaves its tasks `missing` at once instead of queued behind it. A preempted
+    # element still goes back to the queue (campaign.bundle allows it in its checkpoint).
+    requeue: bool = True
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)  # field -> what a person wrote
 
     def __post_init__(self) -> None:
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("labels", "whole_node")}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("labels", "whole_node", "requeue")}
         check_values(values, self.labels)
 
     def describe(self) -> str:
@@ -70,7 +79,7 @@ class JobRequest:
             held.append("whole nodes")
         if self.cpus_per_task:
             held.append(f"{self.cpus_per_task} CPU(s) per task")
-        for key in ("partition", "account", "qos", "constraint", "nodelist", "reservation"):
+        for key in ("partition", "account", "qos", "constraint", "nodelist", "exclude", "reservation"):
             if getattr(self, key):
                 held.append(f"{key} {getattr(self, key)}")
         held.append(f"{self.time_min} min")
@@ -84,6 +93,31 @@ class SubmissionRefused(UserError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which nodes: a partition, a node list, a feature expression (any of them, together)."""
+
+    partition: str | None = None
+    nodelist: str | None = None
+    constraint: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)  # field -> what a person wrote
+
+    def describe(self) -> str:
+        said = [f"{key} {getattr(self, key)}" for key in ("partition", "nodelist", "constraint") if getattr(self, key)]
+        return ", ".join(said) or "every node"
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node an executor can send work to."""
+
+    name: str
+    gpus: int
+    features: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    unavailable: str | None = None  # why it takes no new work now (down, drained, not responding); None: it does
 
 
 @dataclass(frozen=True)
@@ -116,3 +150,8 @@ class Executor(Protocol):
     def states(self, elements: list[str | None]) -> dict[str | None, str]: ...
 
     def cancel(self, elements: list[str]) -> dict[str, Any]: ...
+
+    def nodes(self, scope: Scope) -> list[Node] | None:
+        """The nodes of the scope, in the executor's order; UserError (one line) for a name it
+        does not know or a feature no node has."""
+        ...

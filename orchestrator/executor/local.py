@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from wirewise.orchestrator.executor.core import ENDED, RUNNING, Elements, JobRequest, OnSubmitted, Submitted
+from wirewise.orchestrator.executor.core import ENDED, RUNNING, Elements, JobRequest, Node, OnSubmitted, Scope, Submitted
 
 
 class LocalExecutor:
@@ -58,6 +58,10 @@ class LocalExecutor:
                 return {"stopped_local_run": pid}
         gone = f": the run with pid {elements[0].split(':')[1]} is gone" if elements else ""
         return {"cancelled_arrays": [], "note": f"no local run is going{gone}"}
+
+    def nodes(self, scope: Scope) -> list[Node] | None:
+        """None: it runs on this machine, there are no nodes to choose."""
+        return None
 
 
 def process_id(pid: int) -> str | None:

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.executor.core import (
-    CANCELLED, ENDED, PENDING, RUNNING, TIMEOUT, Elements, JobRequest, OnSubmitted, Submitted, SubmissionRefused,
+    CANCELLED, ENDED, PENDING, RUNNING, TIMEOUT, Elements, JobRequest, Node, OnSubmitted, Scope, Submitted,
+    SubmissionRefused,
 )
 
 _WAITING = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
@@ -54,10 +55,16 @@ class SlurmExecutor:
                     "gpus_per_node": request.gpus_per_node,  # --exclusive alone leaves CUDA_VISIBLE_DEVICES unset
                     "cpus_per_task": request.cpus_per_task, "slurm_partition": request.partition,
                     "slurm_account": request.account, "slurm_qos": request.qos,
-                    "slurm_constraint": request.constraint, "slurm_nodelist": request.nodelist}
+                    "slurm_constraint": request.constraint, "slurm_nodelist": request.nodelist,
+                    "slurm_exclude": request.exclude}
         parameters.update({key: value for key, value in optional.items() if value})
-        if request.reservation:  # submitit has no parameter of its own for it
-            parameters["slurm_additional_parameters"] = {"reservation": request.reservation}
+        extra = {}  # sbatch options submitit has no parameter of its own for
+        if request.reservation:
+            extra["reservation"] = request.reservation
+        if not request.requeue:
+            extra["no-requeue"] = True  # sbatch --no-requeue
+        if extra:
+            parameters["slurm_additional_parameters"] = extra
         return parameters
 
     def array_limit(self, dry_run: bool = False) -> int | None:
@@ -115,6 +122,14 @@ class SlurmExecutor:
         arrays = sorted({e.split("_")[0] for e in elements})
         cancel(arrays)
         return {"cancelled_arrays": arrays}
+
+
+    def nodes(self, scope: Scope) -> list[Node]:
+        """The nodes `sinfo -N` lists for the scope (its constraint evaluated on their features)."""
+        from wirewise.orchestrator.slurm.nodes import select_nodes
+
+        found = select_nodes(scope.partition, scope.nodelist, scope.constraint, dict(scope.labels))
+        return [Node(n.name, n.gpus, n.features, n.partitions, n.unavailable) for n in found]
 
 
 def _neutral(state: str) -> str:

@@ -166,7 +166,8 @@ def read_document(doc: Any, source: str) -> list[Baseline]:
 def export_baselines(store, fingerprint: str | None = None, include_cpu: bool = False) -> dict[str, Any]:
     """The `baseline export` document: every case's baseline from the history (of one
     fingerprint, a prefix resolved), and imported ones for cases the history lacks."""
-    from wirewise.orchestrator.report.query import Filters, facts, resolve
+    from wirewise.orchestrator.report.query import facts, resolve
+    from wirewise.orchestrator.store.results import Filters
     from wirewise.orchestrator.store.topology import list_topologies
 
     filters = resolve(store, Filters(fingerprint=fingerprint, status="ok", include_cpu=include_cpu))
@@ -181,14 +182,14 @@ def export_baselines(store, fingerprint: str | None = None, include_cpu: bool = 
 def read_file(path) -> list[Baseline]:
     """A `baseline export` file's baselines, checked, named by the file's name (importing a newer
     copy of the same file replaces them)."""
-    import json
     from pathlib import Path
 
     from wirewise.errors import UserError
+    from wirewise.limits import MAX_RESULT_BYTES, loads_json, read_bounded
 
     path = Path(path)
     try:
-        doc = json.loads(path.read_text())
+        doc = loads_json(read_bounded(path, MAX_RESULT_BYTES))
     except OSError as exc:
         raise UserError(f"cannot read baselines file {str(path)!r}: {exc.strerror}") from None
     except ValueError as exc:

@@ -21,8 +21,9 @@ from wirewise.errors import UserError
 from wirewise.orchestrator.health.judge import judge_history
 from wirewise.orchestrator.health.live import live_findings
 from wirewise.orchestrator.health.rules import Rules, default_rules
-from wirewise.orchestrator.report.query import Filters, facts
+from wirewise.orchestrator.report.query import facts
 from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.results import Filters
 
 
 def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
@@ -50,12 +51,12 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
 
 
 def _nodes(store: Store, node: str | None, live_node: str | None, history: list[dict[str, Any]]) -> list[str]:
-    from wirewise.orchestrator.store.topology import list_topologies
+    from wirewise.orchestrator.store.topology import node_names
 
     with_results = {f["node"] for f in history if f["node"]}
     if node is None:
         return sorted(with_results | ({live_node} if live_node else set()))
-    known = node == live_node or node in with_results or any(row["node"] == node for row in list_topologies(store))
+    known = node == live_node or node in with_results or node in node_names(store)
     if not known:
         raise UserError(f"--node {node!r}: no results or wiring stored for that node (wirewise topo list shows the nodes)")
     return [node]
@@ -73,10 +74,7 @@ def history_of(store: Store, node: str | None, include_cpu: bool) -> list[dict[s
 
 def stored_wiring(store: Store, node: str) -> tuple[str, str] | None:
     """(fingerprint, fabric) of the wiring last stored for the node; None when none is."""
-    from wirewise.orchestrator.store.topology import load_topology
+    from wirewise.orchestrator.store.topology import node_wirings
 
-    try:
-        topo = load_topology(store, node=node)
-    except UserError:
-        return None
-    return topo.fingerprint, topo.fabric
+    seen = node_wirings(store, nodes=[node])  # the most recently seen first
+    return (seen[0].fingerprint, seen[0].fabric) if seen else None

@@ -213,7 +213,8 @@ def _wait(store, runs: list[NodeRun], deadline: float) -> None:
 
 # -- judging ------------------------------------------------------------------------------------
 def _judge(store, run: NodeRun) -> list[Verdict]:
-    from wirewise.orchestrator.report.query import Filters, facts
+    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.store.results import Filters
 
     new = facts(store, Filters(campaigns=(run.campaign,), include_cpu=True)) if run.campaign else []
     live = json.loads(run.live_file.read_text()) if run.live_file and run.live_file.exists() else None

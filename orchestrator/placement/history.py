@@ -16,7 +16,7 @@ from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.topology import Topology
 from wirewise.topology.fingerprint import set_shape
 
-MEASURED, MODEL = "measured", "model"
+MEASURED, MODEL, UNKNOWN = "measured", "model", "unknown"  # UNKNOWN: nothing measured, GPU model not named
 DEFAULT_OP = "all_reduce"
 
 
@@ -30,7 +30,7 @@ class Measured:
 @dataclass(frozen=True)
 class Prediction:
     busbw_gbs: float | None
-    basis: str  # MEASURED or MODEL
+    basis: str  # MEASURED, MODEL or UNKNOWN
     results: int = 0  # how many stored results it rests on
     bytes: int | None = None  # the message size they were measured at
 
@@ -55,10 +55,15 @@ class Predictor:
             found = self.measured.get(self.shape(gpus))
             if found:
                 return Prediction(found.busbw_gbs, MEASURED, found.results, found.bytes)
+        if not self.wiring.named:
+            return Prediction(None, UNKNOWN)
         return Prediction(self.wiring.model_busbw(gpus), MODEL)
 
     def __call__(self, gpus) -> float | None:
-        return self.predict(gpus).busbw_gbs
+        """The ranking key: the prediction; where the GPU model is unknown, the wiring model at
+        nominal rates (25 GB/s per NVLink, PCIe Gen4), which ranks sets by their structure."""
+        found = self.predict(gpus)
+        return self.wiring.model_busbw(tuple(sorted(gpus))) if found.basis == UNKNOWN else found.busbw_gbs
 
     def shape(self, gpus: tuple[int, ...]) -> str:
         if gpus not in self._shapes:
@@ -73,49 +78,43 @@ def predictor(topo: Topology, store=None, op: str = DEFAULT_OP) -> Predictor:
 
 def measured_by_shape(store, topo: Topology, op: str = DEFAULT_OP) -> dict[str, Measured]:
     """shape -> median busbw at the largest size measured for it, from every node of this wiring."""
-    from wirewise.orchestrator.store.models import ResultRow
-
-    rows = gpu_results(
-        store, topo, (ResultRow.bytes, ResultRow.busbw_gbs),
-        ResultRow.op == op, ResultRow.busbw_gbs.is_not(None), ResultRow.bytes.is_not(None),
-    )
+    rows = gpu_results(store, topo, ("bytes", "busbw_gbs"), op=op)
     by_shape: dict[str, dict[int, list[float]]] = {}
     for shape, (size, busbw) in rows:
         by_shape.setdefault(shape, {}).setdefault(size, []).append(busbw)
     return {shape: _at_largest(sizes) for shape, sizes in by_shape.items()}
 
 
-def measured_tokens_per_s(store, topo: Topology, gpus, model: str) -> dict[str, tuple[float, int]]:
-    """strategy -> (median tokens/s, results) of training runs of `model` on this wiring and
-    this set's shape."""
-    from wirewise.orchestrator.store.models import ResultRow
-
+def measured_tokens_per_s(store, topo: Topology, gpus, model: str, micro_batch: int | None = None,
+                          seq_len: int | None = None) -> dict[str, tuple[float, int, list[str]]]:
+    """strategy -> (median tokens/s, results, their sources) of training runs of `model` on this
+    wiring and this set's shape (at this micro-batch and sequence length, where given):
+    benchmarks (source wirewise) and real jobs (source job) alike."""
     wanted = set_shape(topo.links, topo.gpu_names, sorted(gpus))
-    rows = gpu_results(
-        store, topo, (ResultRow.strategy, ResultRow.tokens_per_s),
-        ResultRow.model == model, ResultRow.gpu_count == len(gpus), ResultRow.tokens_per_s.is_not(None),
-    )
+    same_work = {name: value for name, value in (("micro_batch", micro_batch), ("seq_len", seq_len)) if value is not None}
+    rows = gpu_results(store, topo, ("strategy", "tokens_per_s", "source"), model=model, gpu_count=len(gpus),
+                       **same_work)
     by_strategy: dict[str, list[float]] = {}
-    for shape, (strategy, tokens) in rows:
+    sources: dict[str, set[str]] = {}
+    for shape, (strategy, tokens, source) in rows:
         if shape == wanted:
             by_strategy.setdefault(strategy, []).append(tokens)
-    return {strategy: (round(median(values), 1), len(values)) for strategy, values in by_strategy.items()}
+            sources.setdefault(strategy, set()).add(source)
+    return {strategy: (round(median(values), 1), len(values), sorted(sources[strategy]))
+            for strategy, values in by_strategy.items()}
 
 
-def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tuple[str, tuple]]:
-    """(set shape, the columns) of the successful results on this wiring that ran on GPUs on the
-    default transport: CPU ranks (gloo) and forced-PCIe runs say nothing about a placement.
-    Each result's GPUs are read in the numbering of the node it ran on."""
-    from sqlalchemy import select
+def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[str, ...] | None = None,
+                **equal) -> list[tuple[str, tuple]]:
+    """(set shape, the columns) of the successful results on this wiring whose columns `equal`
+    the values given and whose `present` columns (default: all of `columns`) hold a value, that
+    ran on GPUs on the default transport: CPU ranks (gloo) and forced-PCIe runs say nothing
+    about a placement. Each result's GPUs are read in the numbering of the node it ran on."""
+    from wirewise.orchestrator.store.results import ok_results
 
-    from wirewise.orchestrator.store.models import ResultRow
-
-    with store.read() as session:
-        rows = session.execute(
-            select(ResultRow.node, ResultRow.gpus, ResultRow.params, ResultRow.extra, *columns)
-            .where(ResultRow.fingerprint == topo.fingerprint, ResultRow.status == "ok", *conditions)
-        ).all()
-        wirings = node_wirings(session, topo.fingerprint)
+    rows = ok_results(store, ("node", "gpus", "params", "extra", *columns),
+                      present=columns if present is None else present, fingerprint=topo.fingerprint, **equal)
+    wirings = node_wirings(store, topo.fingerprint)
     shapes: dict[tuple, str] = {}
     found = []
     for node, gpus, params, extra, *values in rows:
@@ -131,29 +130,17 @@ def gpu_results(store, topo: Topology, columns: tuple, *conditions) -> list[tupl
     return found
 
 
+def node_wirings(store, fingerprint: str) -> dict[str, tuple]:
+    """node -> (links, GPU names) of every node stored with this wiring (its latest row)."""
+    from wirewise.orchestrator.store.topology import node_wirings as stored
+
+    wirings: dict[str, tuple] = {}
+    for w in stored(store, fingerprints=[fingerprint]):
+        wirings.setdefault(w.node, (w.links, w.gpu_names))
+    return wirings
+
+
 def _at_largest(sizes: dict[int, list[float]]) -> Measured:
     largest = max(sizes)
     values = sizes[largest]
     return Measured(round(median(values), 1), len(values), largest)
-
-
-def node_wirings(session, fingerprint: str) -> dict[str, tuple[list, list]]:
-    """node name -> (its pair matrix, its GPU names) in its own numbering, for one wiring."""
-    from sqlalchemy import select
-
-    from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
-
-    rows = session.execute(
-        select(NodeRow.name, NodeTopologyRow.details, TopologyRow.parsed)
-        .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
-        .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
-        .where(TopologyRow.fingerprint == fingerprint)
-    ).all()
-    return {name: _links_and_names(details, parsed) for name, details, parsed in rows}
-
-
-def _links_and_names(details: dict, parsed: dict) -> tuple[list, list]:
-    source = details if "links" in details else parsed
-    return source["links"], source.get("gpu_names") or [None] * len(source["links"])
-
-

@@ -2,10 +2,14 @@
 
 Nodes are taken from one wiring (one fingerprint), so every node of the job runs the same
 intra-node rings; the same number of GPUs on each (data parallelism wants equal ranks per
-node), as many per node as possible (fewer nodes, less traffic on the network); where Slurm's
-network topology is known (leaf switches and their nodes, wirewise.orchestrator.slurm.nodes), under as
-few leaf switches as possible, best fit first so whole switches stay free. A request that fits
-one node goes to the node whose best set predicts fastest, then the one it fills most exactly.
+node), as many per node as possible (fewer nodes, less traffic on the network). Which nodes:
+what was measured between them first (Measured: pair tests, read from the store by
+wirewise.orchestrator.fleet.standing): nodes to avoid are left out, nodes measured healthy
+come first, best measured busbw first, and no two nodes joined by a link judged slow; where
+nothing was measured among the candidates, Slurm's network topology (leaf switches and their
+nodes, wirewise.orchestrator.slurm.nodes): under as few leaf switches as possible, best fit first so
+whole switches stay free. A request that fits one node goes to the node whose best set
+predicts fastest, then the one it fills most exactly.
 """
 
 from __future__ import annotations
@@ -22,6 +26,22 @@ class NodeState:
     name: str
     topo: Topology
     free: list[int]
+
+
+@dataclass
+class Measured:
+    """What was measured between nodes, as placement weighs it."""
+
+    avoid: dict[str, str] = field(default_factory=dict)  # node -> why no job should go there
+    busbw: dict[frozenset[str], float] = field(default_factory=dict)  # a pair's latest measured busbw
+    slow_links: set[frozenset[str]] = field(default_factory=set)  # pairs of healthy nodes whose link is slow
+    healthy: set[str] = field(default_factory=set)  # nodes their latest pair test found healthy
+
+    def best_of(self, node: str) -> float:
+        return max((bw for pair, bw in self.busbw.items() if node in pair), default=0.0)
+
+    def knows(self, node: str) -> bool:
+        return node in self.healthy or any(node in pair for pair in self.busbw)
 
 
 @dataclass
@@ -44,22 +64,32 @@ class NodeChoice:
         }
 
 
-def choose_nodes(nodes: list[NodeState], k: int, leaf_of: dict[str, str] | None = None) -> NodeChoice:
+def choose_nodes(nodes: list[NodeState], k: int, leaf_of: dict[str, str] | None = None,
+                 measured: Measured | None = None) -> NodeChoice:
     """GPUs for k ranks over the nodes; Unplaceable with the reason when no wiring has room."""
     if k < 1:
         raise Unplaceable(f"the number of GPUs must be at least 1 (got {k})")
+    measured = measured or Measured()
+    avoided = [f"left out {node.name}: {measured.avoid[node.name]}" for node in nodes if node.name in measured.avoid]
+    nodes = [node for node in nodes if node.name not in measured.avoid]
+    if not nodes:
+        raise Unplaceable(f"every node is to be avoided ({'; '.join(avoided[:3])})")
     picker = _SetCache()
     single = [node for node in nodes if len(node.free) >= k]
     if single:
-        return _one_node(single, k, picker)
+        choice = _one_node(single, k, picker)
+        choice.reasons += avoided
+        return choice
     best = None
     for fingerprint, members in _by_wiring(nodes).items():
-        choice = _spread_over(members, k, fingerprint, picker, leaf_of)
+        choice = _spread_over(members, k, fingerprint, picker, leaf_of, measured)
         if choice and (best is None or _rank(choice) > _rank(best)):
             best = choice
     if best is None:
         total = sum(len(node.free) for node in nodes)
-        raise Unplaceable(f"{k} GPUs cannot be placed with equal GPUs per node on one wiring ({total} free in all)")
+        raise Unplaceable(f"{k} GPUs cannot be placed with equal GPUs per node on one wiring ({total} free in all"
+                          + "".join(f"; {line}" for line in avoided) + ")")
+    best.reasons += avoided
     return best
 
 
@@ -79,7 +109,7 @@ def _one_node(nodes: list[NodeState], k: int, picker: _SetCache) -> NodeChoice:
 
 
 def _spread_over(members: list[NodeState], k: int, fingerprint: str, picker: _SetCache,
-                 leaf_of: dict[str, str] | None) -> NodeChoice | None:
+                 leaf_of: dict[str, str] | None, measured: Measured) -> NodeChoice | None:
     """The most GPUs per node that divides k and that enough nodes of this wiring have free."""
     for per_node in range(min(k, members[0].topo.gpus), 0, -1):
         if k % per_node:
@@ -88,10 +118,16 @@ def _spread_over(members: list[NodeState], k: int, fingerprint: str, picker: _Se
         count = k // per_node
         if len(eligible) < count:
             continue
-        chosen, switches = _pick_nodes(eligible, count, per_node, leaf_of)
+        reasons = [f"{count} node(s) of one wiring x {per_node} GPU(s)"]
+        if any(measured.knows(node.name) for node in eligible):
+            chosen = _pick_measured(eligible, count, per_node, measured)
+            switches = len({leaf_of.get(node.name, "?") for node in chosen}) if leaf_of else None
+            reasons.append("by what pair tests measured: nodes found healthy first, best busbw first, "
+                           "no two joined by a link judged slow")
+        else:
+            chosen, switches = _pick_nodes(eligible, count, per_node, leaf_of)
         placed = [(node.name, picker.best(node, per_node)[0]) for node in chosen]
         busbw = min((picker.best(node, per_node)[1] or 0.0) for node in chosen) if per_node > 1 else None
-        reasons = [f"{count} node(s) of one wiring x {per_node} GPU(s)"]
         if switches is not None:
             reasons.append(f"under {switches} leaf switch(es)")
         return NodeChoice(placed, per_node, fingerprint, busbw, switches, reasons)
@@ -119,6 +155,22 @@ def _pick_nodes(eligible: list[NodeState], count: int, per_node: int,
         taken += group[:need]
         used += 1
     return taken, used
+
+
+def _pick_measured(eligible: list[NodeState], count: int, per_node: int, measured: Measured) -> list[NodeState]:
+    """`count` nodes by what was measured: healthy first, then by each node's best measured
+    pair, then those the request fills most exactly; a node joined to one already chosen by a
+    slow link comes only when nothing else is left."""
+    order = sorted(eligible, key=lambda node: (node.name not in measured.healthy, -measured.best_of(node.name),
+                                               len(node.free) - per_node, node.name))
+    chosen: list[NodeState] = []
+    later: list[NodeState] = []
+    for node in order:
+        if any(frozenset((node.name, other.name)) in measured.slow_links for other in chosen):
+            later.append(node)
+        else:
+            chosen.append(node)
+    return (chosen + later)[:count]
 
 
 def _by_wiring(nodes: list[NodeState]) -> dict[str, list[NodeState]]:

@@ -80,6 +80,8 @@ def _links_text(topo: Topology, gpus: tuple[int, ...]) -> str:
 
 def _prediction_text(predict: Predictor, gpus: tuple[int, ...]) -> str:
     found = predict.predict(gpus)
+    if found.basis == "unknown":
+        return "GPU model unknown: no busbw predicted (give --gpu-name)"
     if found.busbw_gbs is None:
         return "one GPU: no collective traffic to predict"
     if found.basis == "measured":

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from itertools import combinations
 
-from wirewise.orchestrator.placement.wiring import Wiring
+from wirewise.orchestrator.placement.wiring import Wiring, components
 
 EXACT_LIMIT = 16  # free GPUs up to which every set is scored
 
@@ -67,8 +67,9 @@ def _best(wiring: Wiring, free: Gpus, sets: Iterable[Gpus], predict: Predict) ->
 def hierarchy_candidates(wiring: Wiring, free: Gpus, k: int) -> list[Gpus]:
     """Two sets per unit of the wiring's hierarchy that can hold k GPUs, for `score` to rank.
 
-    The hierarchy: the free GPUs joined by pairs at or above each distinct pair rate (slowest
-    rate first: the whole node; fastest last: NVLink groups), then NUMA nodes. Inside a unit,
+    The hierarchy: the free GPUs joined by pairs at least as close as each distinct closeness
+    (pair rate, then PCIe path; farthest first: the whole node; closest last: NVLink groups),
+    then NUMA nodes. Inside a unit,
     `_pack` fills k from its sub-units, best fit first, so whole groups stay whole; the second
     set is what remains once the best-packed rest is set aside for the next job."""
     levels = _levels(wiring, free)
@@ -110,12 +111,19 @@ def _whole_groups_first(wiring: Wiring, members: Gpus, k: int) -> Gpus:
 
 
 def _levels(wiring: Wiring, free: Gpus) -> list[Callable[[Gpus], list[Gpus]]]:
-    rates = sorted({wiring.gbs[a][b] for a, b in combinations(free, 2)})
+    keys = sorted({_closeness(wiring, a, b) for a, b in combinations(free, 2)})
     levels: list[Callable[[Gpus], list[Gpus]]] = [
-        (lambda members, t=rate: _joined_parts(wiring, members, t)) for rate in rates
+        (lambda members, t=key: _joined_parts(wiring, members, t)) for key in keys
     ]
     levels.append(lambda members: _numa_parts(wiring, members))
     return levels
+
+
+def _closeness(wiring: Wiring, a: int, b: int) -> tuple[float, int]:
+    """How close two GPUs sit: their pair rate, then the nearer PCIe path (paths staged through
+    host memory share one rate, PHB to SYS, but not one place in the hierarchy)."""
+    rank = wiring.pcie_rank[a][b]
+    return wiring.gbs[a][b], -(rank if rank is not None else -1)
 
 
 def _split(members: Gpus, depth: int, levels) -> list[Gpus]:
@@ -145,23 +153,9 @@ def _pack(members: Gpus, depth: int, k: int, levels) -> Gpus:
     return tuple(sorted(taken))
 
 
-def _joined_parts(wiring: Wiring, members: Gpus, rate: float) -> list[Gpus]:
-    """Components of the members joined by pairs at `rate` GB/s or faster."""
-    parts, seen = [], set()
-    for start in members:
-        if start in seen:
-            continue
-        seen.add(start)
-        part, stack = [start], [start]
-        while stack:
-            gpu = stack.pop()
-            for peer in members:
-                if peer not in seen and wiring.gbs[gpu][peer] >= rate:
-                    seen.add(peer)
-                    part.append(peer)
-                    stack.append(peer)
-        parts.append(tuple(sorted(part)))
-    return parts
+def _joined_parts(wiring: Wiring, members: Gpus, key: tuple[float, int]) -> list[Gpus]:
+    """Components of the members joined by pairs at least as close as `key`."""
+    return components(members, lambda a, b: _closeness(wiring, a, b) >= key)
 
 
 def _numa_parts(wiring: Wiring, members: Gpus) -> list[Gpus]:

@@ -12,11 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.exc import OperationalError
-
 from wirewise.errors import UserError
 from wirewise.orchestrator.record.ingest import ingest_result_file
 from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.engine import DatabaseBusy, db_wait_s
 from wirewise.record import ResultRecord
 
 RESULT_NAME = "result.json"
@@ -32,33 +31,49 @@ class Collected:
 
 
 def result_files(paths: list[str | Path]) -> list[Path]:
-    """Result files named, or found (as result.json) under the folders named; UserError for a
-    path that is neither."""
+    """Result files named, or found (as result.json) under the folders named. Everything is
+    checked before anything is stored: a path that is neither a file nor a folder, and a result
+    file that is not a regular file within MAX_RESULT_BYTES (a FIFO, /dev/zero behind a
+    symlink), is a UserError. A folder that happens to be named result.json is searched, not read."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_file():
+        if path.is_dir():
+            found.extend(p for p in sorted(path.rglob(RESULT_NAME)) if not p.is_dir())
+        elif path.exists() or path.is_symlink():
             found.append(path)
-        elif path.is_dir():
-            found.extend(sorted(path.rglob(RESULT_NAME)))
         else:
             raise UserError(f"{raw}: no such file or folder (give result files or run folders)")
+    for path in found:
+        _check_readable(path)
     return found
+
+
+def _check_readable(path: Path) -> None:
+    import stat
+
+    from wirewise.limits import MAX_RESULT_BYTES, size_text
+
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror}); nothing stored") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UserError(f"{path}: not a regular file: a FIFO, a device or a socket; nothing stored")
+    if info.st_size > MAX_RESULT_BYTES:
+        raise UserError(f"{path}: {info.st_size} bytes, past the bound of {size_text(MAX_RESULT_BYTES)} for a "
+                        "result file; nothing stored")
 
 
 def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) -> tuple[list[ResultRecord], int]:
     """ingest_result_file, retried while the database is locked (for $WIREWISE_DB_WAIT_S, 600 s
     by default); UserError naming the file when it stays locked or is not a result file."""
-    from wirewise.orchestrator.store.engine import db_wait_s
-
     patience_s = db_wait_s() if patience_s is None else patience_s
     deadline = time.monotonic() + patience_s
     while True:
         try:
             return ingest_result_file(store, path)
-        except OperationalError as exc:
-            if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
-                raise
+        except DatabaseBusy:
             if time.monotonic() > deadline:
                 raise UserError(f"the database stayed busy for {patience_s:g} s; the results are safe in {path}: "
                                 f"store them later with `wirewise collect {path}`") from None
@@ -68,9 +83,15 @@ def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) 
 
 
 def collect(store: Store, files: list[Path]) -> Collected:
+    """Store each file, each in one transaction: a file that is not a result file stores
+    nothing of itself, and the error says how many files before it were stored."""
     summary = Collected()
     for path in files:
-        records, new = ingest_patiently(store, path)
+        try:
+            records, new = ingest_patiently(store, path)
+        except UserError as exc:
+            before = f" ({summary.files} file(s) before it are stored)" if summary.files else ""
+            raise UserError(f"{exc}{before}") from None
         summary.files += 1
         summary.records += len(records)
         summary.new += new

@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
-from wirewise.record import ResultRecord
+from wirewise.errors import UserError, field_path
+from wirewise.limits import MAX_RESULT_BYTES, loads_json, read_bounded
+from wirewise.record import ResultRecord, record_problem
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import ResultRow
-
-
-def _insert_ignoring_duplicates(session, rows: list[dict]) -> int:
-    """INSERT ... ON CONFLICT (record_id) DO NOTHING, in the dialect's own syntax."""
-    if not rows:
-        return 0
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(ResultRow).values(rows).on_conflict_do_nothing(index_elements=["record_id"])
-    # Count through RETURNING: PostgreSQL reports rowcount -1 for a multi-row insert.
-    return len(session.execute(stmt.returning(ResultRow.record_id)).all())
+from wirewise.orchestrator.store.results import insert_results, too_long
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
@@ -38,8 +23,14 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
     """Save the wiring the records were measured on (a Topology, when known) under `node`
     (default: the records' node), the wirings of the other nodes of a multi-node task
     ((Topology, name) pairs), and the records, in one transaction: a failure stores neither,
-    so no node is left without its results. Returns how many records were new."""
+    so no node is left without its results. Returns how many records were new. A record with
+    a figure that is not a measurement (wirewise.record.record_problem), or with text wider
+    than its column, stores nothing: UserError."""
     rows = [r.model_dump() for r in records]
+    for index, (record, row) in enumerate(zip(records, rows)):
+        problem = record_problem(record) or too_long(row)
+        if problem:
+            raise UserError(f"records[{index}]: {problem}; none of its records stored")
 
     def write(session) -> int:
         from wirewise.orchestrator.store.topology import add_topology
@@ -50,27 +41,60 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
             add_topology(session, topology, node_name(topology, node or (records[0].node if records else None)))
         for other, name in other_nodes:
             add_topology(session, other, name)
-        return sum(_insert_ignoring_duplicates(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
+        return sum(insert_results(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
 
     return store.write(write)
 
 
-def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) -> set[tuple]:
-    """(op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs) of the stored rows of
-    `source` with those ops and sizes: what an excerpt that names no run can be matched by."""
-    columns = (ResultRow.op, ResultRow.bytes, ResultRow.count, ResultRow.dtype, ResultRow.in_place,
-               ResultRow.time_us, ResultRow.algbw_gbs, ResultRow.busbw_gbs)
-    query = select(*columns).where(ResultRow.source == source, ResultRow.op.in_(ops), ResultRow.bytes.in_(sizes))
-    with store.read() as session:
-        return {tuple(row) for row in session.execute(query)}
-
-
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:
-    """A task's result.json (wirewise.jobs.launch): returns (records, how many were new)."""
-    doc = json.loads(Path(path).read_text())
-    records = [ResultRecord.model_validate(r) for r in doc["records"]]
-    from wirewise.topology import Topology
+    """A task's result.json (wirewise.jobs.launch): returns (records, how many were new).
+    UserError naming the file and the field for anything that is not a result file."""
+    records, topology, others = read_result_file(path)
+    try:
+        return records, store_measurement(store, records, topology, other_nodes=others)
+    except UserError as exc:
+        raise UserError(f"{path}: {exc}") from None
 
-    topology = Topology.model_validate(doc["topology"]) if doc.get("topology") else None
-    others = [(Topology.model_validate(n["topology"]), n["node"]) for n in doc.get("node_topologies") or []]
-    return records, store_measurement(store, records, topology, other_nodes=others)
+
+def read_result_file(path: str | Path) -> tuple[list[ResultRecord], Any, list[tuple[Any, str]]]:
+    """(records, the Topology they ran on or None, (Topology, node) of the other nodes of a
+    multi-node task) of a result.json, checked: a regular file within MAX_RESULT_BYTES, JSON
+    within MAX_NESTING, records and wirings of this wirewise's schema."""
+    from pydantic import ValidationError
+
+    try:
+        doc = loads_json(read_bounded(path, MAX_RESULT_BYTES))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:  # bad JSON or UTF-8, or nested past the bound
+        raise UserError(f"{path}: not a wirewise result file ({str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
+        raise UserError(f"{path}: not a wirewise result file (no list of records)")
+    records, where = [], "topology"
+    try:
+        for index, raw in enumerate(doc["records"]):
+            where = f"records[{index}]"
+            records.append(ResultRecord.model_validate(raw))
+        from wirewise.topology import Topology
+
+        where = "topology"
+        topology = Topology.model_validate(doc["topology"]) if doc.get("topology") else None
+        others = []
+        for index, other in enumerate(doc.get("node_topologies") or []):
+            where = f"node_topologies[{index}]"
+            others.append((Topology.model_validate(other["topology"]), str(other["node"])))
+    except ValidationError as exc:
+        raise UserError(f"{path}: {_validation_line(exc, where)}") from None
+    except (KeyError, TypeError):
+        raise UserError(f"{path}: {where}: not a node and its topology") from None
+    return records, topology, others
+
+
+def _validation_line(exc, section: str) -> str:
+    """The first problem of a record or topology, named by its place in the file; a field this
+    wirewise does not know is most likely from a newer one."""
+    error = exc.errors()[0]
+    where = f"{section}.{field_path(error['loc'])}" if error["loc"] else section
+    if error["type"] == "extra_forbidden":
+        return f"{where}: a field this wirewise does not know (written by a newer wirewise? upgrade it)"
+    return f"{where}: {error['msg'].removeprefix('Value error, ')}"

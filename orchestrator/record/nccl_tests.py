@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -74,7 +73,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wirewise.errors import UserError
-from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord
+from wirewise.limits import MAX_LOG_BYTES, read_bounded
+from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord, figure_problem
 from wirewise.versions import decode_nccl_version
 
 if TYPE_CHECKING:
@@ -492,12 +492,10 @@ def _unmeasured(row: Row) -> str | None:
         if timing is None:
             continue
         for name in ("time_us", "algbw_gbs", "busbw_gbs"):
-            value = getattr(timing, name)
-            if not math.isfinite(value) or value < 0:
-                return f"{name} {value} is not a measurement"
-    if row.size >= 2**63 or row.count >= 2**63:
-        return f"size {row.size} does not fit a 64-bit integer"
-    return None
+            problem = figure_problem(name, getattr(timing, name))
+            if problem:
+                return problem
+    return figure_problem("size", row.size) or figure_problem("count", row.count)
 
 
 def _timing(fields: list[str], old_error_column: bool) -> Timing:
@@ -879,7 +877,8 @@ class LogImport:
         Rows of an excerpt that shows no line of its run (no rank, settings or version line)
         cannot be known by their run: those whose figures are stored already (the same log
         imported whole) are not stored again."""
-        from wirewise.orchestrator.record.ingest import stored_figures, store_measurement
+        from wirewise.orchestrator.record.ingest import store_measurement
+        from wirewise.orchestrator.store.results import stored_figures
 
         records = self.records
         excerpt = [r for r in records if r.extra.get("identified_by") == "figures" and r.bytes is not None]
@@ -938,10 +937,10 @@ def read_log_file(
 
 
 def _read_text(path: Path) -> str:
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"{str(path)!r}: no such file")
     try:
-        return path.read_text(errors="replace")
+        return read_bounded(path, MAX_LOG_BYTES).decode(errors="replace")
     except OSError as exc:
         raise UserError(f"{str(path)!r}: cannot read it ({exc.strerror})") from None
 

@@ -5,10 +5,12 @@ transport, in place and size; for training source, fabric, model, strategy, GPUs
 and transport). Status is always part of the key: an OOM, a failure or a timeout is its own
 row with its count, never averaged into the figures of the runs that worked.
 
-The database groups: one GROUP BY per workload gathers each group's metric values as text,
-so a query over a long history sends back a row per group, not per result (on a million
-results the rows, not the query, were the cost). Python then derives the placement where a
-run did not record it, merges the groups that share a case, and takes the stats.
+The database groups (wirewise.orchestrator.store.results.grouped): one GROUP BY per workload
+gathers each group's present metric values, so a query over a long history sends back a row
+per group, not per result (on a million results the rows, not the query, were the cost).
+Here the placement is derived where a run did not record it, the groups that share a case are
+merged, and the stats taken. A missing value (NULL, NaN) is in no stat: a run without tokens
+(an image model) or without MFU (CPU ranks) counts in `count`, not in `tokens_per_s_median`.
 
 Rows are flat (`busbw_gbs_median`, `busbw_gbs_spread`, ...), the same columns in JSON and
 CSV, so either reads back into the other.
@@ -16,20 +18,16 @@ CSV, so either reads back into the other.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import String, case, cast, func, select
-
 from wirewise.errors import UserError
-from wirewise.orchestrator.report.query import (
-    FIELD_SQL, GPU_LIST, RECORDED_PLACEMENT, RESULTS, Filters, GroupLookup, conditions, exact_text, workloads,
-)
+from wirewise.orchestrator.report.query import GroupLookup
 from wirewise.orchestrator.report.stats import stats_of
 from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.results import GROUP_FIELDS, Filters, grouped
 
 METRICS = {
     "collective": ("busbw_gbs", "algbw_gbs", "time_us"),
@@ -38,16 +36,6 @@ METRICS = {
 DEFAULT_GROUPS = {
     "collective": ("source", "fabric", "op", "gpus", "placement", "transport", "in_place", "bytes"),
     "train": ("source", "fabric", "model", "strategy", "gpus", "placement", "transport"),
-}
-GROUP_FIELDS = (
-    "source", "campaign", "node", "fingerprint", "fabric", "op", "dtype", "in_place", "bytes", "model", "strategy",
-    "gpus", "placement", "transport", "task_id",
-)
-STAT_NAMES = ("median", "min", "max", "count", "spread")
-# What a run that did not record its placement is placed by: the node's wiring and its GPUs.
-_UNRECORDED = {
-    "node": RESULTS.node, "fingerprint": RESULTS.fingerprint, "gpu_count": RESULTS.gpu_count,
-    "gpu_list": GPU_LIST,
 }
 
 
@@ -70,7 +58,7 @@ def aggregate(
     fields = group_by if isinstance(group_by, Mapping) else {w: group_by or DEFAULT_GROUPS[w] for w in DEFAULT_GROUPS}
     placements = GroupLookup(store)
     rows = []
-    for workload in workloads(filters):
+    for workload in filters.workloads():
         buckets = _buckets(store, filters, workload, fields[workload], placements)
         rows += [_row(workload, fields[workload], key, status, bucket) for (key, status), bucket in buckets.items()]
     return sorted(rows, key=_sort_key)
@@ -79,21 +67,8 @@ def aggregate(
 def _buckets(store: Store, filters: Filters, workload: str, fields: tuple[str, ...], placements: GroupLookup) -> dict:
     """(case values, status) -> Bucket, from one GROUP BY."""
     derive = "placement" in fields or filters.placement is not None
-    keys = {name: FIELD_SQL[name] for name in fields if name != "placement"}
-    if derive:  # the placement where recorded; else what derives it, which splits the groups
-        keys["placement"] = RECORDED_PLACEMENT
-        keys.update({f"unrecorded_{name}": case((RECORDED_PLACEMENT.is_(None), column)) for name, column in _UNRECORDED.items()})
-    keys["status"] = RESULTS.status
-    values = [_gathered(metric).label(metric) for metric in METRICS[workload]]
-    query = (
-        select(*(sql.label(name) for name, sql in keys.items()), func.count().label("count"), *values)
-        .where(*conditions(filters), RESULTS.workload == workload)
-        .group_by(*keys.values())  # the expressions, not their labels: PostgreSQL reads "gpus" as the column
-    )
-    with store.read() as session:
-        found = session.connection().execute(query).mappings().all()
     buckets: dict[tuple, Bucket] = {}
-    for group in found:
+    for group in grouped(store, filters, workload, fields, METRICS[workload], unrecorded=derive):
         placement = placements.placement(
             group["placement"], group["unrecorded_node"], group["unrecorded_fingerprint"], group["unrecorded_gpu_count"],
             group["unrecorded_gpu_list"],
@@ -104,7 +79,8 @@ def _buckets(store: Store, filters: Filters, workload: str, fields: tuple[str, .
         bucket = buckets.setdefault((case_values, group["status"]), Bucket())
         bucket.count += group["count"]
         for metric in METRICS[workload]:
-            bucket.values[metric] += _values(metric, group[metric])
+            values = group[metric]
+            bucket.values[metric] += [max(ranks) for ranks in values] if metric == "peak_mem_bytes" else values
     return buckets
 
 
@@ -114,22 +90,6 @@ class Bucket:
 
     count: int = 0
     values: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-
-
-def _gathered(metric: str):
-    """A group's values of `metric`, joined as text (NULLs left out): numbers by ',', and the
-    per-rank peak memory lists (JSON) by ';'."""
-    if metric == "peak_mem_bytes":
-        return func.aggregate_strings(cast(RESULTS.peak_mem_bytes, String), ";")
-    return func.aggregate_strings(exact_text(RESULTS[metric]), ",")
-
-
-def _values(metric: str, text: str | None) -> list[float]:
-    if not text:
-        return []
-    if metric == "peak_mem_bytes":  # the largest rank's peak of each run
-        return [max(ranks) for ranks in map(json.loads, text.split(";")) if ranks]
-    return [float(value) for value in text.split(",")]
 
 
 def _row(workload: str, fields: tuple[str, ...], values: tuple, status: str, bucket: Bucket) -> dict[str, Any]:

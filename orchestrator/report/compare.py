@@ -5,7 +5,8 @@ A side is a campaign, a node, a fingerprint or a fabric (`campaign:NAME`, `node:
 is aggregated per case (as ReFrame's --performance-compare does): a collective case is op,
 size, GPUs, placement, transport, in place and source; a training case is model, strategy,
 GPUs, placement, transport and source. For every case both sides have, the medians of the
-main metric (busbw, tokens/s) give the ratio A/B and pdiff = (A - B) / B; the difference is
+main metric (busbw; tokens/s, or samples/s for a model without tokens such as an image
+model) give the ratio A/B and pdiff = (A - B) / B; the difference is
 inside the noise when the two ranges of repeats overlap, and not judged when a side has a
 single run. Cases on one side only are listed, and so are cases with failed runs.
 """
@@ -16,23 +17,20 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import select
-
 from wirewise.errors import UserError
 from wirewise.orchestrator.report.aggregate import aggregate
-from wirewise.orchestrator.report.query import (
-    Filters, campaign_names, fingerprints_starting, resolve, unique_prefix,
-)
+from wirewise.orchestrator.report.query import resolve, unique_prefix
 from wirewise.orchestrator.report.stats import Stats
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import ResultRow
+from wirewise.orchestrator.store.results import Filters, campaign_names, fingerprints_starting, has_results_on
 
 KINDS = ("campaign", "node", "fingerprint", "fabric")
 CASE_FIELDS = {
     "collective": ("op", "bytes", "gpus", "placement", "transport", "in_place", "source"),
     "train": ("model", "strategy", "gpus", "placement", "transport", "source"),
 }
-MAIN_METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}
+# The metric a case is compared by: the first both sides measured (an image model has no tokens/s).
+MAIN_METRICS = {"collective": ("busbw_gbs",), "train": ("tokens_per_s", "samples_per_s")}
 
 
 @dataclass(frozen=True)
@@ -75,8 +73,7 @@ def _match(store: Store, kind: str, value: str) -> str | None:
     if kind == "campaign":
         return value if campaign_names(store, [value]) else None
     if kind == "node":
-        with store.read() as session:
-            return session.scalar(select(ResultRow.node).where(ResultRow.node == value).limit(1))
+        return value if has_results_on(store, value) else None
     from wirewise.topology.classify import FABRICS
 
     known = FABRICS if kind == "fabric" else fingerprints_starting(store, value)
@@ -118,7 +115,8 @@ def _key_order(key: tuple) -> tuple:
 
 
 def _case_row(key: tuple, a_rows: dict[str, dict[str, Any]], b_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    metric = MAIN_METRIC[key[0]]
+    metrics = MAIN_METRICS[key[0]]
+    metric = next((m for m in metrics if _side_stats(a_rows, m) and _side_stats(b_rows, m)), metrics[0])
     a, b = (_side_stats(rows, metric) for rows in (a_rows, b_rows))
     row = {**_case_fields(key), "metric": metric, "a": _stats_json(a), "b": _stats_json(b)}
     row["a_not_ok"] = _not_ok(a_rows)

@@ -21,6 +21,7 @@ labelled [nccl-tests].
 
 from __future__ import annotations
 
+import hashlib
 import re
 import statistics
 from collections import defaultdict
@@ -197,8 +198,14 @@ def _bars(facts: list[dict[str, Any]], key: tuple[str, ...], order: list[str], m
 
 
 def _slug(name: Any) -> str:
-    """A file-name-safe form of an op or model name (a model may be a path)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(name)).strip("-.") or "none"
+    """A file-name-safe form of an op or model name (a model may be a path), unique per name:
+    a name that had to change (cfg/a.json -> cfg-a.json, which is also a name) or be cut (a
+    file name holds 255 bytes) ends with 8 hex digits of its hash."""
+    text = str(name)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:80] or "none"
+    if slug != text:
+        slug += "-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return slug
 
 
 # -- drawing ----------------------------------------------------------------------------------
@@ -211,6 +218,11 @@ def draw(figure: Figure, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    with plt.rc_context({"text.parse_math": False}):  # a name with two '$' is text, not TeX
+        return _draw(plt, figure, out)
+
+
+def _draw(plt, figure: Figure, out: Path) -> Path:
     outside = max(len(p.series) for p in figure.panels) > 8
     columns = 1 if outside or len(figure.panels) == 1 else 2
     rows = -(-len(figure.panels) // columns)

@@ -13,14 +13,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from wirewise.atomic import write_text_atomic
 from wirewise.errors import UserError
 from wirewise.orchestrator.report.figures import Figure, Panel, build_figures, draw
-from wirewise.orchestrator.report.query import Filters, facts, resolve
+from wirewise.orchestrator.report.query import facts, resolve
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
+from wirewise.orchestrator.store.results import Filters
+from wirewise.orchestrator.store.topology import node_wirings
 from wirewise.units import human_bytes
 
 
@@ -32,11 +31,15 @@ def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
         raise UserError("no results match: nothing to report (wirewise results lists what is stored)")
     _check_out(out)
     figures = build_figures(found)
-    out.mkdir(parents=True, exist_ok=True)
-    drawn = [(figure, draw(figure, out)) for figure in figures]
-    wirings = node_wirings(store, {(f["node"], f["fingerprint"]) for f in found if f["fingerprint"]})
+    wirings = wirings_of(store, {(f["node"], f["fingerprint"]) for f in found if f["fingerprint"]})
     index = out / "index.html"
-    write_text_atomic(index, page(filters, found, drawn, wirings))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        drawn = [(figure, draw(figure, out)) for figure in figures]
+        write_text_atomic(index, page(filters, found, drawn, wirings))
+    except OSError as exc:  # full, read-only, or changed under us since _check_out
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise UserError(f"--out {str(out)!r}: cannot write the report there: {exc.strerror or exc}{where}") from None
     return {
         "out": str(out),
         "index": str(index),
@@ -47,33 +50,34 @@ def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
 
 
 def _check_out(out: Path) -> None:
+    """A folder wirewise may write the report into, checked before anything is drawn."""
+    import os
+
+    if out.is_symlink() and not out.exists():
+        raise UserError(f"--out {str(out)!r} is a link to {os.readlink(out)!r}, which does not exist")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {str(out)!r} is a file, not a folder")
     if not out.exists() and not out.parent.is_dir():
         raise UserError(f"--out {str(out)!r}: its folder {str(out.parent)!r} does not exist")
+    if (out / "index.html").is_dir():
+        raise UserError(f"--out {str(out)!r}: index.html there is a folder; move it away or give another --out")
+    folder = out if out.exists() else out.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"--out {str(out)!r}: {str(folder)!r} is not writable")
 
 
-def node_wirings(store: Store, pairs: set[tuple[str | None, str]]) -> list[dict[str, Any]]:
-    """The stored wiring of each (node, fingerprint) the results name, in the node's numbering."""
-    from wirewise.orchestrator.store.topology import node_groups
-
-    with store.read() as session:
-        rows = session.execute(
-            select(NodeRow.name, TopologyRow, NodeTopologyRow.details)
-            .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
-            .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
-            .where(TopologyRow.fingerprint.in_({fingerprint for _node, fingerprint in pairs}))
-            .order_by(NodeRow.name)
-        ).all()
-        return [
-            {
-                "node": name, "fabric": topology.fabric, "switched": topology.switched, "fingerprint": topology.fingerprint,
-                "gpu_model": topology.gpu_model, "groups": node_groups(details, topology),
-                "links": details.get("links") or topology.parsed.get("links"),
-            }
-            for name, topology, details in rows
-            if (name, topology.fingerprint) in pairs
-        ]
+def wirings_of(store: Store, pairs: set[tuple[str | None, str]]) -> list[dict[str, Any]]:
+    """The stored wiring of each (node, fingerprint) the results name, in the node's numbering,
+    by node name."""
+    seen = node_wirings(store, fingerprints={fingerprint for _node, fingerprint in pairs})
+    return [
+        {
+            "node": w.node, "fabric": w.fabric, "switched": w.switched, "fingerprint": w.fingerprint,
+            "gpu_model": w.gpu_model, "groups": w.groups, "links": w.links,
+        }
+        for w in sorted(seen, key=lambda w: w.node)
+        if (w.node, w.fingerprint) in pairs
+    ]
 
 
 # -- the page -------------------------------------------------------------------------------

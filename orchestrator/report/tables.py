@@ -17,6 +17,7 @@ _SHOWN = {  # metric -> (heading, formatter of one value)
     "peak_mem_bytes": ("peak GiB", lambda v: f"{v / 2**30:.2f}"),
     "mfu": ("MFU", lambda v: f"{v:.1%}"),
 }
+_COMPARED = {**_SHOWN, "samples_per_s": ("samples/s", lambda v: f"{v:,.1f}")}  # compare's, for models without tokens
 
 
 def _bandwidth(gbs: float) -> str:
@@ -42,7 +43,7 @@ def results_tables(rows: list[dict[str, Any]]) -> list:
         for metric in metrics:
             table.add_column(_SHOWN[metric][0], justify="right")
         for row in mine:
-            cells = [cell_text(name, row.get(name)) for name in varying] + [row["status"], str(row["count"])]
+            cells = [cell_text(name, row.get(name)) for name in varying] + [cell_text("status", row["status"]), str(row["count"])]
             table.add_row(*cells, *(metric_text(row, m) for m in metrics))
         tables.append(table)
     return tables
@@ -83,11 +84,10 @@ def compare_tables(result: dict[str, Any]) -> list:
 
     a, b = escape(result["a"]), escape(result["b"])
     tables = []
-    for workload in dict.fromkeys(row["workload"] for row in result["cases"]):
-        rows = [row for row in result["cases"] if row["workload"] == workload]
+    for workload, metric in dict.fromkeys((row["workload"], row["metric"]) for row in result["cases"]):
+        rows = [row for row in result["cases"] if (row["workload"], row["metric"]) == (workload, metric)]
         fields = [name for name in GROUP_FIELDS if name in rows[0]]
-        metric = rows[0]["metric"]
-        table = Table(title=f"{workload}: {_SHOWN[metric][0]}, A = {a}, B = {b}")
+        table = Table(title=f"{workload}: {_COMPARED[metric][0]}, A = {a}, B = {b}")
         for name in [*fields, "A", "B", "A/B", "verdict"]:
             table.add_column(name, justify="left" if name in ("verdict", "op", "model", "strategy", "source") else "right")
         for row in rows:
@@ -108,7 +108,7 @@ def compare_tables(result: dict[str, Any]) -> list:
 
 
 def _side_text(stats: dict[str, Any] | None, not_ok: dict[str, int], metric: str) -> str:
-    fmt = _SHOWN[metric][1]
+    fmt = _COMPARED[metric][1]
     text = "-" if stats is None else fmt(stats["median"]) + (f" [{fmt(stats['min'])}-{fmt(stats['max'])}]" if stats["count"] > 1 else "")
     failures = ", ".join(f"{count} {status}" for status, count in not_ok.items())
     return f"{text} ({failures})" if failures else text
@@ -125,11 +125,12 @@ def _verdict_text(row: dict[str, Any]) -> str:
 
 def doctor_table(found: dict[str, Any]):
     """doctor's findings (it has some): node, check, evidence, what to check."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{len(found['findings'])} finding(s) on {', '.join(found['nodes'])}")
+    table = Table(title=escape(f"{len(found['findings'])} finding(s) on {', '.join(found['nodes'])}"))
     for name in ("node", "check", "evidence", "what to check"):
         table.add_column(name, overflow="fold", max_width=70)
-    for f in found["findings"]:
-        table.add_row(f["node"], f["check"], f["evidence"], f["advice"])
+    for f in found["findings"]:  # node names and evidence come from the store and NVML: text, never markup
+        table.add_row(*(escape(str(f[key])) for key in ("node", "check", "evidence", "advice")))
     return table

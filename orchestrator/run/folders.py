@@ -1,23 +1,17 @@
-"""Where run folders (spec, rank logs, result file) go: $WIREWISE_RUNS, else ./.wirewise/runs."""
+"""A fresh run folder for a task run here (where they go: wirewise.runs)."""
 
 from __future__ import annotations
 
-import os
-from datetime import datetime, timezone
 from pathlib import Path
 
 from wirewise.errors import UserError
-
-
-def runs_root() -> Path:
-    return Path(os.environ.get("WIREWISE_RUNS") or ".wirewise/runs")
+from wirewise.runs import run_dir_name, runs_root
 
 
 def new_run_dir(task_id: str) -> Path:
     """A fresh folder for one run of a task, created: the same task run twice keeps both
     runs' files. A root that is a file or not writable is a one-line UserError."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    run_dir = runs_root() / f"{stamp}-{task_id}"
+    run_dir = run_dir_name(task_id)
     try:
         run_dir.mkdir(parents=True)
     except OSError as exc:

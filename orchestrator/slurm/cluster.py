@@ -53,3 +53,10 @@ def queued_elements(array_ids: list[str]) -> set[str]:
         return set()
     out = slurm("squeue", "-h", "-r", "-o", "%i", "-j", ",".join(array_ids))
     return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def allow_requeue(job_id: str) -> None:
+    """Let a job submitted with --no-requeue go back to the queue: what a preempted campaign
+    element asks just before submitit's own `scontrol requeue` (which --no-requeue refuses:
+    "Requested operation is presently disabled")."""
+    slurm("scontrol", "update", JobId=job_id, Requeue="1")

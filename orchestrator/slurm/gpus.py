@@ -37,6 +37,18 @@ def device_ids(planned: list[int], env: Mapping[str, str], uuids: UuidLookup = g
     return [visible[position[gpu]] for gpu in planned]
 
 
+def visible_gpus(env: Mapping[str, str], uuids: UuidLookup = gpu_uuids) -> list[int] | None:
+    """The physical indices of the GPUs this process may use (CUDA_VISIBLE_DEVICES, read as
+    device_ids reads it); None where nothing restricts them."""
+    if "CUDA_VISIBLE_DEVICES" not in env:
+        return None
+    visible = [v.strip() for v in env["CUDA_VISIBLE_DEVICES"].split(",") if v.strip()]
+    try:
+        return _physical_of_visible(visible, env, uuids)
+    except ValueError:
+        raise UserError(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r}: not GPU indices or UUIDs") from None
+
+
 def _physical_of_visible(visible: list[str], env: Mapping[str, str], uuids: UuidLookup) -> list[int]:
     """The physical index of each visible entry."""
     if any(v.startswith(("GPU-", "MIG-")) for v in visible):

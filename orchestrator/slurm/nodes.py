@@ -7,11 +7,14 @@ the text, so tests feed them the formats seen on clusters.
     job_gpus(job, node)      `scontrol show job -d` (Nodes=gpu01 ... GRES=gpu:2(IDX:0-1))
     leaf_switches()          `scontrol show topology` (SwitchName=... Nodes=...)
     hostnames("gpu[01-04]")  submitit's node-list parser, bounded before it expands
+    list_nodes(partition, nodelist)   `sinfo -N`: each node's state, GPUs, features, partitions
+    select_nodes(partition, nodelist, constraint)   the nodes a scope names, bad names refused
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.slurm.command import available, slurm
@@ -120,3 +123,156 @@ def _span(part: str) -> int:
     if len(low) > 9 or len(high) > 9:
         return MAX_HOSTS + 1  # 10^9 names or more
     return max(0, int(high or low) - int(low) + 1)
+
+
+# -- the nodes of a partition, a node list or a feature ------------------------------------------
+# sinfo's node states (sinfo(1), "NODE STATE CODES") after which a node takes no new job: it is
+# down, drained or draining, failing, or in maintenance; a trailing '*' means it does not answer.
+_NO_NEW_JOBS = ("down", "drain", "fail", "maint", "reboot", "inval", "future", "unknown", "boot")
+_COUNT = re.compile(r"^gpu(?::[^:(]+)?:(\d+)")
+
+
+@dataclass(frozen=True)
+class SlurmNode:
+    """One node as `sinfo -N` shows it."""
+
+    name: str
+    state: str  # as sinfo prints it: idle, mixed, allocated, down*, drained, idle+drain, ...
+    gpus: int  # the GPUs of its GRES (every gpu type summed)
+    features: tuple[str, ...]  # its active features
+    partitions: tuple[str, ...]
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why no new job should go there ('down', 'drained', 'not responding', ...); None: usable."""
+        words = re.split(r"[+~#!%$@^-]", self.state.rstrip("*").lower())
+        reason = next((word for word in words if word.startswith(_NO_NEW_JOBS)), None)
+        if self.state.endswith("*"):
+            return f"{reason}, not responding" if reason else "not responding"
+        return reason
+
+
+def nodes_from_sinfo(text: str) -> list[SlurmNode]:
+    """`sinfo -h -N -o '%N|%T|%G|%b|%P'` lines -> nodes, in sinfo's order; a node listed under
+    several partitions is one node with all of them."""
+    found: dict[str, SlurmNode] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != 5 or not fields[0]:
+            continue
+        name, state, gres, features, partition = fields
+        partition = partition.rstrip("*")  # the default partition is marked with a '*'
+        if name in found:
+            node = found[name]
+            found[name] = SlurmNode(name, node.state, node.gpus, node.features, (*node.partitions, partition))
+            continue
+        found[name] = SlurmNode(name, state, gpu_count(gres), _words(features), (partition,))
+    return list(found.values())
+
+
+def gpu_count(gres: str) -> int:
+    """GPUs in a GRES string: 'gpu:4', 'gpu:a100:4(S:0-1)', 'gpu:a100:2,gpu:v100:2,nic:1' -> 4, 4, 4."""
+    total = 0
+    for entry in re.split(r",(?![^(]*\))", gres):
+        found = _COUNT.match(entry.strip())
+        total += int(found.group(1)) if found else 0
+    return total
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w for w in text.split(",") if w and w != "(null)")
+
+
+def list_nodes(partition: str | None = None, nodelist: str | None = None) -> list[SlurmNode]:
+    """The nodes of a partition and/or a node list (every node without either), one sinfo call."""
+    args = ["-h", "-N", "-o", "%N|%T|%G|%b|%P"]
+    if partition:
+        args += ["-p", partition]
+    if nodelist:
+        args += ["-n", nodelist]
+    return nodes_from_sinfo(slurm("sinfo", *args))
+
+
+def select_nodes(partition: str | None, nodelist: str | None, constraint: str | None,
+                 labels: dict[str, str] | None = None) -> list[SlurmNode]:
+    """The nodes a scope names: in the partition, on the node list, with the features the
+    constraint asks for. Names Slurm does not know, a partition without nodes and a feature no
+    node has are one UserError line each, named as the person wrote them (`labels`)."""
+    labels = labels or {}
+    nodes = list_nodes(partition, nodelist)
+    if nodelist:
+        known = {node.name for node in list_nodes(None, nodelist)} if partition else {node.name for node in nodes}
+        unknown = [name for name in hostnames(nodelist) if name not in known]
+        if unknown:
+            raise UserError(f"{labels.get('nodelist', 'nodelist')} {nodelist}: Slurm knows no node {', '.join(unknown[:5])}"
+                            f"{' ...' if len(unknown) > 5 else ''} (`sinfo -N` lists them)")
+    if not nodes:
+        if nodelist and partition:
+            raise UserError(f"{labels.get('nodelist', 'nodelist')} {nodelist}: none of these nodes is in partition {partition}")
+        raise UserError(f"{labels.get('partition', 'partition')} {partition}: no such partition, or it has no nodes "
+                        "(`sinfo -s` lists them)" if partition else "Slurm lists no nodes here (`sinfo -N`)")
+    if constraint:
+        wanted = Constraint.parse(constraint, labels.get("constraint", "constraint"))
+        matching = [node for node in nodes if wanted.holds(set(node.features))]
+        if not matching:
+            have = sorted({f for node in nodes for f in node.features})
+            raise UserError(f"{labels.get('constraint', 'constraint')} {constraint}: no node has it "
+                            f"(their features: {', '.join(have[:12]) or 'none'})")
+        nodes = matching
+    return nodes
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A --constraint expression as a filter on node features: names joined by '&' (and ','),
+    '|', grouped by ( ) or [ ], '!' for not. Counts (a*2) are about a job's nodes, not one
+    node's features: refused."""
+
+    tokens: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str, label: str = "constraint") -> Constraint:
+        if "*" in text:
+            raise UserError(f"{label} {text}: a count (*N) asks for N nodes with a feature; as a node filter give features only")
+        tokens = tuple(t for t in re.split(r"([&|,()\[\]!])", text) if t)
+        constraint = cls(tokens)
+        try:
+            position = constraint._either(0, set())[1]
+        except IndexError:
+            position = -1
+        if position != len(tokens):
+            raise UserError(f"{label} {text}: not a constraint expression such as a100&ib or [rack1|rack2]")
+        return constraint
+
+    def holds(self, features: set[str]) -> bool:
+        return self._either(0, features)[0]
+
+    # A small recursive descent: either := both ('|' both)*; both := one (('&'|',') one)*;
+    # one := '!' one | '(' either ')' | '[' either ']' | feature. Returns (value, next position).
+    def _either(self, at: int, features: set[str]) -> tuple[bool, int]:
+        value, at = self._both(at, features)
+        while at < len(self.tokens) and self.tokens[at] == "|":
+            other, at = self._both(at + 1, features)
+            value = value or other
+        return value, at
+
+    def _both(self, at: int, features: set[str]) -> tuple[bool, int]:
+        value, at = self._one(at, features)
+        while at < len(self.tokens) and self.tokens[at] in "&,":
+            other, at = self._one(at + 1, features)
+            value = value and other
+        return value, at
+
+    def _one(self, at: int, features: set[str]) -> tuple[bool, int]:
+        token = self.tokens[at]
+        if token == "!":
+            value, at = self._one(at + 1, features)
+            return not value, at
+        if token in "([":
+            value, at = self._either(at + 1, features)
+            if self.tokens[at] != {"(": ")", "[": "]"}[token]:
+                raise IndexError(at)
+            return value, at + 1
+        if token in "&|,)]":
+            raise IndexError(at)
+        return token in features, at + 1

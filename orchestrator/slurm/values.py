@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wirewise.errors import UserError
+from wirewise.limits import MAX_NODES, MAX_TIME_MIN
 from wirewise.ranges import GPU_INDICES
 
 
@@ -52,7 +53,7 @@ CONSTRAINT = _pattern(r"[A-Za-z0-9._&|,*\[\]()!:-]+", "a Slurm --constraint expr
 NODELIST = _pattern(r"[A-Za-z0-9._,\[\]-]+", "a Slurm node list such as gpu[01-04],gpu07")
 HOST = _pattern(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})",
                 "a Slurm host name (letters, digits, '.', '-' and '_', starting with a letter or digit)")
-TIME = _pattern(r"(\d+-)?\d+(:\d{1,2}){0,2}", "a Slurm time limit: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]")
+TIME = _pattern(r"(\d{1,6}-)?\d{1,9}(:\d{1,2}){0,2}", "a Slurm time limit: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]")
 # Slurm expands '%' in --output and --error (sbatch(1), "filename pattern"), and submitit puts the
 # folder there: a '%' would send the logs elsewhere. \w takes unicode letters and digits.
 FOLDER = _pattern(r"[\w./~+@=, -]+", "a plain path (letters, digits, / . _ - ~ + @ = , and spaces; Slurm expands '%' in log paths)")
@@ -73,15 +74,15 @@ class Range:
 # Slurm keeps CPU and task counts in 16 bits, 0xfffe and 0xffff meaning "not set" and "infinite".
 _SIXTEEN_BITS = 0xFFFD
 NUMBERS = {
-    "time_min": Range(1, 365 * 24 * 60, "minutes; a year at most, past any partition's MaxTime"),
-    "nodes": Range(1, 65536, "more than any cluster has"),
+    "time_min": Range(1, MAX_TIME_MIN, "minutes; a year at most, past any partition's MaxTime"),
+    "nodes": Range(1, MAX_NODES, "more than any cluster has"),
     "tasks_per_node": Range(1, _SIXTEEN_BITS, "Slurm's limit"),
     "cpus_per_task": Range(1, _SIXTEEN_BITS, "Slurm's limit"),
     "gpus_per_node": Range(1, GPU_INDICES.largest + 1, "no node has more"),
     "parallelism": Range(1, 4_000_001, "Slurm's largest MaxArraySize"),
 }
 STRINGS = {"name": JOB_NAME, "partition": WORD, "account": WORD, "qos": WORD, "constraint": CONSTRAINT,
-           "nodelist": NODELIST, "folder": FOLDER, "reservation": WORD}
+           "nodelist": NODELIST, "exclude": NODELIST, "folder": FOLDER, "reservation": WORD}
 
 
 def check_values(values: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> None:

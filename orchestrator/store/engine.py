@@ -1,4 +1,4 @@
-"""Open the database, apply migrations on first use, hand out sessions.
+"""Open the database, apply migrations on first use, hand out readers and sessions.
 
 SQLite (the embedded default) is opened in WAL mode with a busy timeout, and
 every write transaction starts with BEGIN IMMEDIATE: many rank processes and
@@ -6,31 +6,41 @@ campaign tasks can then write at once without "database is locked" (a deferred
 transaction that upgrades to a writer fails at once instead of waiting). Queries
 (`Store.read`) begin deferred: in WAL mode a reader needs no lock, so a long report
 does not stop campaigns from storing results.
+
+Reads run SQL text on the driver's connection (read.py says why); writes and migrations go
+through SQLAlchemy, imported on the first write. A store that is up to date is recognised by
+one SELECT of alembic_version, so a query command never imports SQLAlchemy or alembic.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
-
-from sqlalchemy import create_engine, event, func, inspect, select, text
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError
-from sqlalchemy.orm import Session, sessionmaker
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import wirewise.db
 from wirewise.db import HEAD
 from wirewise.errors import UserError
+from wirewise.orchestrator.store.read import POSTGRESQL, SQLITE, Reader, open_sqlite, plain_sqlite_path, sqlite_pragmas
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Engine
+    from sqlalchemy.orm import Session
 
 DEFAULT_URL = "sqlite:///wirewise.db"
 MIGRATIONS = Path(wirewise.db.__file__).parent
 SQLITE_BUSY_TIMEOUT_S = 60
-MMAP_BYTES = 4 << 30  # address space only; SQLite maps no more than the file holds
-READ_ONLY = "wirewise_read_only"  # execution option of Store.read's connections: a deferred BEGIN
+READ_ONLY = "wirewise_read_only"  # execution option of the engine's reading connections: a deferred BEGIN
 WAIT_ENV = "WIREWISE_DB_WAIT_S"  # how long storing results waits for a busy database in all (default 600 s)
+WRITE_ATTEMPTS = 4
+T = TypeVar("T")
+
+
+class DatabaseBusy(Exception):
+    """A write found the database locked by other writers for longer than the busy timeout."""
 
 
 def db_wait_s() -> float:
@@ -40,8 +50,11 @@ def db_wait_s() -> float:
         return max(0.0, float(os.environ.get(WAIT_ENV, "600")))
     except ValueError:
         raise UserError(f"{WAIT_ENV}={os.environ[WAIT_ENV]!r}: give a number of seconds") from None
-T = TypeVar("T")
-WRITE_ATTEMPTS = 4
+
+
+def busy_timeout_s() -> float:
+    """How long one SQLite statement waits for a lock: never longer than the whole patience."""
+    return min(SQLITE_BUSY_TIMEOUT_S, db_wait_s())
 
 
 def resolve_url(url: str | None) -> str:
@@ -51,44 +64,60 @@ def resolve_url(url: str | None) -> str:
 
 def display_url(url: str | None) -> str:
     """The database URL as shown to people: resolved, password hidden."""
-    return make_url(resolve_url(url)).render_as_string(hide_password=True)
+    return parse_url(resolve_url(url)).render_as_string(hide_password=True)
+
+
+def absolute_url(url: str | None) -> str:
+    """The database URL as every node of a job can open it: resolved, a relative SQLite path
+    made absolute, the password kept (the job needs it)."""
+    parsed = parse_url(resolve_url(url))
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        parsed = parsed.set(database=str(Path(parsed.database).expanduser().resolve()))
+    return parsed.render_as_string(hide_password=False)
+
+
+def parse_url(url: str) -> URL:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise UserError(f"not a database URL: {url!r} (try sqlite:///wirewise.db or postgresql+psycopg://user@host/db)") from None
+
+
+def check_sqlite_file(url: str, database: str | None, memory: bool = False) -> None:
+    """A SQLite database wirewise can keep: a file, in a folder that exists."""
+    if not database or database == ":memory:" or memory:
+        raise UserError(f"--db {url}: an in-memory SQLite database keeps nothing once wirewise exits; give a file, e.g. sqlite:///wirewise.db")
+    path = Path(database).expanduser().resolve()
+    if not path.parent.is_dir():
+        raise UserError(f"database folder does not exist: {path.parent}")
+    if path.exists() and not path.is_file():  # a folder, a device such as /dev/zero, a FIFO
+        raise UserError(f"--db {url}: {path} is not a regular file; give a database file, e.g. sqlite:///wirewise.db")
 
 
 def make_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL, a busy timeout and BEGIN IMMEDIATE (the module's
     docstring says why). alembic's env (wirewise.db.env) uses it too."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise UserError(f"not a database URL: {url!r} (try sqlite:///wirewise.db or postgresql+psycopg://user@host/db)")
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.exc import NoSuchModuleError
+
+    parsed = parse_url(url)
     if parsed.get_backend_name() != "sqlite":
         try:
             return create_engine(url, pool_pre_ping=True)
         except (NoSuchModuleError, ImportError) as exc:
             raise UserError(f"no database driver for {parsed.drivername!r} ({exc}); use sqlite:///PATH or postgresql+psycopg://...") from None
-    if not parsed.database or parsed.database == ":memory:" or parsed.query.get("mode") == "memory":
-        raise UserError(f"--db {url}: an in-memory SQLite database keeps nothing once wirewise exits; give a file, e.g. sqlite:///wirewise.db")
-    folder = Path(parsed.database).expanduser().resolve().parent
-    if not folder.is_dir():
-        raise UserError(f"database folder does not exist: {folder}")
-    busy_s = min(SQLITE_BUSY_TIMEOUT_S, db_wait_s())  # one wait never outlasts the whole patience
-    engine = create_engine(
-        url,
-        connect_args={"timeout": busy_s, "isolation_level": None},
-    )
+    check_sqlite_file(url, parsed.database, parsed.query.get("mode") == "memory")
+    busy_s = busy_timeout_s()
+    engine = create_engine(url, connect_args={"timeout": busy_s, "isolation_level": None})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA busy_timeout={int(busy_s * 1000)}")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        # Read pages straight from the OS cache instead of copying each through read(): a
-        # results query over a large history reads tens of thousands of rows at random
-        # (34,000 rows from the 1 GB store of tests/benchmarks/bench_results.py: 190 -> 131 ms
-        # through sqlite3 alone).
-        cur.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        for pragma in sqlite_pragmas(busy_s):
+            cur.execute(pragma)
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -98,16 +127,55 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+MIGRATION_LOCK_KEY = 0x77697265  # "wire": the PostgreSQL advisory lock migrations take
+
+
+def _revision(conn) -> str | None:
+    from sqlalchemy import inspect, text
+
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
 class Store:
-    """A database at a URL, migrated to the newest schema."""
+    """A database at a URL, migrated to the newest schema. A plain SQLite file is read without
+    SQLAlchemy; the engine is made on first use (a write, a migration, another kind of URL)."""
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = resolve_url(url)
-        self.engine = make_engine(self.url)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self._readers = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
+        self._file = plain_sqlite_path(self.url)
+        self._readers: dict[tuple[int, int], Any] = {}  # (pid, thread) -> its sqlite3 connection
+        self._engine: Engine | None = None
+        if self._file is not None:
+            check_sqlite_file(self.url, self._file)
+        else:
+            self._engine = make_engine(self.url)
         if migrate:
             self.upgrade()
+
+    @classmethod
+    def open_existing(cls, url: str | None = None) -> Store | None:
+        """The store at `url` (--db, WIREWISE_DB, ./wirewise.db), or None where that SQLite file
+        does not exist yet: a command that only reads or advises never creates a database."""
+        url = resolve_url(url)
+        database = plain_sqlite_path(url)
+        if database is None:
+            parsed = parse_url(url)
+            database = parsed.database if parsed.get_backend_name() == "sqlite" else None
+        if database not in (None, "", ":memory:") and not Path(database).expanduser().exists():
+            return None
+        return cls(url)
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = make_engine(self.url)
+        return self._engine
+
+    @property
+    def safe_url(self) -> str:
+        return display_url(self.url)
 
     # -- schema ---------------------------------------------------------
     def _alembic_config(self):
@@ -119,41 +187,68 @@ class Store:
         return cfg
 
     def current_revision(self) -> str | None:
+        try:  # the common case, a versioned store: one SELECT
+            with self.read() as db:
+                return db.scalar("SELECT version_num FROM alembic_version")
+        except self._driver_errors():
+            pass  # no alembic_version, or no database at all: the inspection below tells which
+        from sqlalchemy.exc import DatabaseError
+
         try:
             with self.engine.execution_options(**{READ_ONLY: True}).connect() as conn:
-                if not inspect(conn).has_table("alembic_version"):
-                    return None
-                return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+                return _revision(conn)
         except DatabaseError as exc:  # not a database at all, or one that cannot be opened
             first_line = str(exc.orig).strip().splitlines()[0]
             raise UserError(f"cannot open database {self.safe_url}: {first_line}") from None
 
+    def _driver_errors(self) -> tuple[type[Exception], ...]:
+        """What the driver raises for a failed statement or connection (PEP 249's Error)."""
+        import sqlite3
+
+        if self._file is not None:
+            return (sqlite3.Error,)
+        return (self.engine.dialect.loaded_dbapi.Error,)
+
     def upgrade(self) -> None:
         """Apply pending migrations; a no-op (no alembic import) when the schema is current.
-        A schema this wirewise cannot migrate is a one-line UserError, never a half-migrated store."""
-        revision = self.current_revision()
-        if revision == HEAD:
+        A schema this wirewise cannot migrate is a one-line UserError, never a half-migrated store.
+
+        Migrating holds the database's write lock from the first look to the last statement
+        (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-scoped advisory lock, and its DDL is
+        transactional), the way concurrent imports take turns: two commands opening a new
+        database at once find it unmigrated, one migrates, the other waits and then finds it
+        current, instead of seeing the first one's tables without their alembic_version."""
+        if self.current_revision() == HEAD:
             return
         from alembic import command
         from alembic.script import ScriptDirectory
+        from sqlalchemy import text
 
         config = self._alembic_config()
         known = {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}
-        if revision is None:
-            self._check_unversioned()
-        elif revision not in known:
-            raise UserError(
-                f"database {self.safe_url} has schema revision {revision!r}, newer than this wirewise knows "
-                f"(up to {HEAD}): upgrade wirewise"
-            )
-        command.upgrade(config, "head")
+        with self.engine.connect() as conn, conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            revision = _revision(conn)  # again, under the lock: another command may have migrated meanwhile
+            if revision == HEAD:
+                return
+            if revision is None:
+                self._check_unversioned(conn)
+            elif revision not in known:
+                raise UserError(
+                    f"database {self.safe_url} has schema revision {revision!r}, newer than this wirewise knows "
+                    f"(up to {HEAD}): upgrade wirewise"
+                )
+            config.attributes["connection"] = conn  # wirewise.db.env migrates inside this transaction
+            command.upgrade(config, "head")
 
-    def _check_unversioned(self) -> None:
+    def _check_unversioned(self, conn) -> None:
         """wirewise's tables without alembic_version: made some other way; migrating would fail."""
-        from wirewise.orchestrator.store.models import Base
+        from sqlalchemy import inspect
 
-        with self.engine.connect() as conn:
-            ours = sorted(set(inspect(conn).get_table_names()) & set(Base.metadata.tables))
+        from wirewise.orchestrator.store.schema import METADATA
+
+        ours = sorted(set(inspect(conn).get_table_names()) & set(METADATA.tables))
         if ours:
             raise UserError(
                 f"database {self.safe_url} holds wirewise tables ({', '.join(ours)}) but no alembic_version, so its "
@@ -161,44 +256,75 @@ class Store:
             )
 
     # -- use ------------------------------------------------------------
-    @property
-    def safe_url(self) -> str:
-        return display_url(self.url)
+    @contextmanager
+    def read(self) -> Iterator[Reader]:
+        """A Reader for queries, in one transaction (one snapshot). On SQLite it begins deferred,
+        without the write lock session() takes at once: a report reading for seconds leaves
+        campaigns free to store results meanwhile. (A write here could fail at once, busy,
+        instead of waiting its turn: write through session() or write().)"""
+        keep = False
+        if self._file is not None:
+            (conn, keep), dialect = self._sqlite_connection(), SQLITE
+        else:
+            conn = self.engine.raw_connection()
+            dialect = SQLITE if self.engine.dialect.name == "sqlite" else POSTGRESQL
+        try:
+            if dialect.sqlite:
+                conn.cursor().execute("BEGIN")
+            yield Reader(conn, dialect)
+        finally:
+            try:
+                conn.rollback()
+            finally:
+                if not keep:
+                    conn.close()
+
+    def _sqlite_connection(self):
+        """(a sqlite3 connection to the file, whether it is kept): this process's and thread's
+        own, kept between reads so that its page cache and memory map stay warm (a command
+        that reads several times, as compare and report do, maps each page once); a fresh one,
+        closed after, for a read begun inside another."""
+        key = (os.getpid(), threading.get_ident())
+        kept = self._readers.get(key)
+        if kept is not None and not kept.in_transaction:
+            return kept, True
+        conn = open_sqlite(self._file, busy_timeout_s())
+        if kept is None:
+            self._readers[key] = conn
+        return conn, kept is None
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A session committed on success, rolled back on error."""
-        with self._sessions() as session, session.begin():
-            yield session
+        """An ORM session for writes, committed on success, rolled back on error."""
+        from sqlalchemy.orm import Session
 
-    @contextmanager
-    def read(self) -> Iterator[Session]:
-        """A session for queries only. On SQLite its transaction begins deferred, without the
-        write lock session() takes at once: a report reading for seconds leaves campaigns
-        free to store results meanwhile. (A write here could fail at once, busy, instead of
-        waiting its turn: write through session() or write().)"""
-        with self._readers() as session, session.begin():
+        with Session(self.engine, expire_on_commit=False) as session, session.begin():
             yield session
 
     def write(self, work: Callable[[Session], T]) -> T:
         """Run `work(session)` as one transaction: all of it is stored or none. A concurrent
         writer may insert the same unique row (a wiring, a node, their pair) between our read
         and our write: the transaction is then run again, and each retry finds one more of
-        those rows in place (8 writers of one new wiring on PostgreSQL needed more than two)."""
-        for _ in range(WRITE_ATTEMPTS - 1):
-            try:
-                with self.session() as session:
-                    return work(session)
-            except IntegrityError:
-                continue
-        with self.session() as session:
-            return work(session)
+        those rows in place (8 writers of one new wiring on PostgreSQL needed more than two).
+        A database still locked after the busy timeout raises DatabaseBusy."""
+        from sqlalchemy.exc import IntegrityError, OperationalError
+
+        try:
+            for _ in range(WRITE_ATTEMPTS - 1):
+                try:
+                    with self.session() as session:
+                        return work(session)
+                except IntegrityError:
+                    continue
+            with self.session() as session:
+                return work(session)
+        except OperationalError as exc:
+            if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+                raise DatabaseBusy(str(exc.orig)) from exc
+            raise
 
     def row_counts(self) -> dict[str, int]:
-        from wirewise.orchestrator.store.models import Base
+        from wirewise.orchestrator.store.schema import METADATA
 
-        with self.read() as s:
-            return {
-                name: s.execute(select(func.count()).select_from(table)).scalar_one()
-                for name, table in Base.metadata.tables.items()
-            }
+        with self.read() as db:
+            return {name: db.scalar(f"SELECT count(*) FROM {name}") for name in METADATA.tables}

@@ -16,19 +16,25 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import delete, insert, select, text, update
-
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import BaselineRow, FindingRow, FleetActionRow, NodeCheckRow, ResultRow
 
-BASELINES = BaselineRow.__table__
-CHECKS = NodeCheckRow.__table__
-FINDINGS = FindingRow.__table__
-ACTIONS = FleetActionRow.__table__
-RESULTS = ResultRow.__table__
 OPEN, CLEARED = "open", "cleared"
 CLAIMED, DRAINED = "claimed", "drained"  # a drain's outcome while it is being applied, and once Slurm took it
 DRAINING_ACTIONS = ("drain", "health-check", "prolog")  # the actions that drain: the guardrails count them all
+
+# The columns the read path returns, each with how its value reads back (read.Dialect: json,
+# flag, when; None: as the driver gives it). schema.py defines the tables; tests/store checks
+# these against it, as it does store.results' columns.
+BASELINE_COLUMNS = {"fingerprint": None, "workload": None, "case": "json", "metric": None, "median": None,
+                    "spread": None, "results": None, "nodes": None, "sources": "json", "origin": None}
+CHECK_COLUMNS = {"id": None, "node": None, "source": None, "rules": "json", "healthy": "flag", "findings": None,
+                 "checked_at": "when"}
+FINDING_COLUMNS = {"id": None, "node": None, "rule": None, "key": None, "metric": None, "delta": None, "evidence": None,
+                   "advice": None, "gpus": "json", "measurement": "json", "reference": "json", "source": None,
+                   "status": None, "confirmed": "flag", "opened_at": "when", "updated_at": "when", "cleared_at": "when",
+                   "cleared_by": None}
+ACTION_COLUMNS = {"id": None, "node": None, "action": None, "outcome": None, "reason": None, "detail": None,
+                  "evidence": "json", "asked_by": None, "campaign": None, "at": "when"}
 
 
 def utcnow() -> datetime:
@@ -40,10 +46,33 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _select(store: Store, table: str, columns: dict[str, str | None], where: Callable | None = None,
+            order: str = "id") -> list[dict[str, Any]]:
+    """Rows of `table` as {column: value}, decoded as `columns` says. `where(p, d)` writes the
+    condition with the statement's Params `p` (each value through a placeholder) and Dialect `d`."""
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        condition = where(p, d) if where else ""
+        names = ", ".join(f'"{name}"' for name in columns)  # quoted: `case` is a keyword in both databases
+        rows = db.rows(f"SELECT {names} FROM {table}{' WHERE ' + condition if condition else ''} "
+                       f"ORDER BY {order}", p)
+    decoders = [getattr(d, kind) if kind else None for kind in columns.values()]
+    return [{name: (decode(value) if decode else value) for name, decode, value in zip(columns, decoders, row)}
+            for row in rows]
+
+
+def _all(*conditions: str | None) -> str:
+    return " AND ".join(c for c in conditions if c)
+
+
 # -- baselines ------------------------------------------------------------------------------
 def import_baselines(store: Store, baselines: list) -> dict[str, int]:
     """Store baselines read from a file: a case already imported from a file of the same name
     is replaced. Returns how many were added and replaced."""
+    from sqlalchemy import delete, insert
+
+    from wirewise.orchestrator.store.schema import BASELINES
+
     def work(session) -> dict[str, int]:
         counts = {"added": 0, "replaced": 0}
         for b in baselines:
@@ -63,13 +92,10 @@ def import_baselines(store: Store, baselines: list) -> dict[str, int]:
 def imported_baselines(store: Store, fingerprints: set[str] | None = None) -> list[dict[str, Any]]:
     """The imported baselines (of these fingerprints), the newest import of each case first: the
     fields of wirewise.orchestrator.health.baseline.Baseline."""
-    query = select(BASELINES).order_by(BASELINES.c.imported_at.desc(), BASELINES.c.id.desc())
-    if fingerprints is not None:
-        query = query.where(BASELINES.c.fingerprint.in_(sorted(fingerprints)))
-    with store.read() as session:
-        rows = session.execute(query).mappings().all()
-    fields = ("fingerprint", "workload", "case", "metric", "median", "spread", "results", "nodes", "sources", "origin")
-    return [{name: row[name] for name in fields} for row in rows]
+    if fingerprints is not None and not fingerprints:
+        return []
+    where = None if fingerprints is None else (lambda p, d: f"fingerprint IN ({p.each(sorted(fingerprints))})")
+    return _select(store, "baselines", BASELINE_COLUMNS, where, order="imported_at DESC, id DESC")
 
 
 # -- results a finding rests on -------------------------------------------------------------
@@ -77,11 +103,15 @@ def result_runs(store: Store, ids: list[int]) -> dict[int, dict[str, Any]]:
     """{result id: its GPU indices, run parameters and device}: what a confirmation runs again."""
     if not ids:
         return {}
-    with store.read() as session:
-        rows = session.execute(select(RESULTS.c.id, RESULTS.c.gpus, RESULTS.c.params, RESULTS.c.gpu_count, RESULTS.c.extra)
-                               .where(RESULTS.c.id.in_(sorted(set(ids))))).all()
-    return {row.id: {"gpus": list(row.gpus or []), "params": dict(row.params or {}),
-                     "device": "cpu" if row.gpu_count == 0 else (row.extra or {}).get("device")} for row in rows}
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        rows = db.rows(f"SELECT id, gpus, params, gpu_count, extra FROM results WHERE id IN ({p.each(sorted(set(ids)))})", p)
+    found = {}
+    for result_id, gpus, params, gpu_count, extra in rows:
+        gpus, params, extra = d.json(gpus), d.json(params), d.json(extra)
+        found[result_id] = {"gpus": list(gpus or []), "params": dict(params or {}),
+                            "device": "cpu" if gpu_count == 0 else (extra or {}).get("device")}
+    return found
 
 
 # -- checks and findings ----------------------------------------------------------------------
@@ -90,6 +120,10 @@ def record_check(store: Store, node: str, source: str, rules: set[str], findings
     """One judgement of `node` by `rules`: its findings stored (updated where the same rule and
     case is open), the open findings of those rules it did not find again cleared. Returns the
     check's id with the open, new and cleared finding ids."""
+    from sqlalchemy import insert, select, update
+
+    from wirewise.orchestrator.store.schema import FINDINGS, NODE_CHECKS as CHECKS
+
     now = utcnow()
 
     def work(session) -> dict[str, Any]:
@@ -121,6 +155,10 @@ def record_check(store: Store, node: str, source: str, rules: set[str], findings
 
 def add_check(store: Store, node: str, source: str, rules: set[str], healthy: bool, findings: int) -> int:
     """A check of the node whose findings were stored or cleared one by one (a confirmation, a re-test)."""
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.store.schema import NODE_CHECKS as CHECKS
+
     return store.write(lambda session: session.execute(insert(CHECKS).values(
         node=node, source=source, rules=sorted(rules), healthy=healthy, findings=findings, checked_at=utcnow(),
     )).inserted_primary_key[0])
@@ -128,6 +166,10 @@ def add_check(store: Store, node: str, source: str, rules: set[str], healthy: bo
 
 def clear_findings(store: Store, ids: list[int], by: str) -> None:
     if ids:
+        from sqlalchemy import update
+
+        from wirewise.orchestrator.store.schema import FINDINGS
+
         now = utcnow()
         store.write(lambda session: session.execute(update(FINDINGS).where(FINDINGS.c.id.in_(ids), FINDINGS.c.status == OPEN)
                                                     .values(status=CLEARED, cleared_at=now, cleared_by=by, updated_at=now)))
@@ -135,6 +177,10 @@ def clear_findings(store: Store, ids: list[int], by: str) -> None:
 
 def confirm_findings(store: Store, ids: list[int], evidence: dict[int, str]) -> None:
     """Findings a repeat of their measurement showed again, with that repeat's evidence."""
+    from sqlalchemy import update
+
+    from wirewise.orchestrator.store.schema import FINDINGS
+
     now = utcnow()
 
     def work(session) -> None:
@@ -151,35 +197,41 @@ def confirm_findings(store: Store, ids: list[int], evidence: dict[int, str]) -> 
 def findings(store: Store, nodes: list[str] | None = None, status: str | None = OPEN,
              ids: list[int] | None = None) -> list[dict[str, Any]]:
     """Findings (open ones by default), oldest first."""
-    query = select(FINDINGS).order_by(FINDINGS.c.id)
-    if nodes is not None:
-        query = query.where(FINDINGS.c.node.in_(nodes))
-    if status is not None:
-        query = query.where(FINDINGS.c.status == status)
-    if ids is not None:
-        query = query.where(FINDINGS.c.id.in_(ids))
-    with store.read() as session:
-        return [dict(row) for row in session.execute(query).mappings()]
+    if (nodes is not None and not nodes) or (ids is not None and not ids):
+        return []
+
+    def where(p, d) -> str:
+        return _all(nodes is not None and f"node IN ({p.each(nodes)})", status is not None and f"status = {p(status)}",
+                    ids is not None and f"id IN ({p.each(ids)})")
+
+    return _select(store, "findings", FINDING_COLUMNS, where)
 
 
 def latest_checks(store: Store, nodes: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """Each node's latest check."""
-    query = select(CHECKS).order_by(CHECKS.c.checked_at, CHECKS.c.id)
-    if nodes is not None:
-        query = query.where(CHECKS.c.node.in_(nodes))
-    with store.read() as session:
-        return {row["node"]: dict(row) for row in session.execute(query).mappings()}
+    if nodes is not None and not nodes:
+        return {}
+    where = None if nodes is None else (lambda p, d: f"node IN ({p.each(nodes)})")
+    return {row["node"]: row for row in _select(store, "node_checks", CHECK_COLUMNS, where, order="checked_at, id")}
 
 
 # -- the audit trail ------------------------------------------------------------------------
 def record_action(store: Store, node: str, action: str, outcome: str, asked_by: str, reason: str | None = None,
                   detail: str | None = None, evidence: dict[str, Any] | None = None, campaign: str | None = None) -> int:
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
     return store.write(lambda session: session.execute(insert(ACTIONS).values(
         node=node, action=action, outcome=outcome, reason=reason, detail=detail, evidence=_plain(evidence or {}),
         asked_by=asked_by, campaign=campaign, at=utcnow())).inserted_primary_key[0])
 
 
 def set_outcome(store: Store, action_id: int, outcome: str, detail: str | None = None, campaign: str | None = None) -> None:
+    from sqlalchemy import update
+
+    from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
     values: dict[str, Any] = {"outcome": outcome}
     if detail is not None:
         values["detail"] = detail
@@ -190,22 +242,24 @@ def set_outcome(store: Store, action_id: int, outcome: str, detail: str | None =
 
 def actions(store: Store, nodes: list[str] | None = None, since: datetime | None = None) -> list[dict[str, Any]]:
     """The audit trail, oldest first."""
-    query = select(ACTIONS).order_by(ACTIONS.c.at, ACTIONS.c.id)
-    if nodes is not None:
-        query = query.where(ACTIONS.c.node.in_(nodes))
-    if since is not None:
-        query = query.where(ACTIONS.c.at >= since)
-    with store.read() as session:
-        return [dict(row) for row in session.execute(query).mappings()]
+    if nodes is not None and not nodes:
+        return []
+
+    def where(p, d) -> str:
+        return _all(nodes is not None and f"node IN ({p.each(nodes)})", since is not None and f"at >= {p(d.moment(since))}")
+
+    return _select(store, "fleet_actions", ACTION_COLUMNS, where, order="at, id")
 
 
 def last_drains(store: Store, nodes: list[str]) -> dict[str, dict[str, Any]]:
     """Each node's latest drain that wirewise applied (outcome drained)."""
-    query = (select(ACTIONS).where(ACTIONS.c.node.in_(nodes), ACTIONS.c.action.in_(DRAINING_ACTIONS),
-                                   ACTIONS.c.outcome == DRAINED)
-             .order_by(ACTIONS.c.at, ACTIONS.c.id))
-    with store.read() as session:
-        return {row["node"]: dict(row) for row in session.execute(query).mappings()}
+    if not nodes:
+        return {}
+
+    def where(p, d) -> str:
+        return (f"node IN ({p.each(nodes)}) AND action IN ({p.each(DRAINING_ACTIONS)}) AND outcome = {p(DRAINED)}")
+
+    return {row["node"]: row for row in _select(store, "fleet_actions", ACTION_COLUMNS, where, order="at, id")}
 
 
 Budget = Callable[[str, int, set[str]], str | None]  # (node, drains in the last hour, nodes claimed lately) -> why not
@@ -218,6 +272,10 @@ def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, ask
     `claimed` while `budget` says nothing against it, else `held` with what it said. `budget` is
     told the drains of the last hour and the nodes claimed in the last `recent_s` seconds
     (drains Slurm may not show yet), each claim here counted in. Returns the rows, in order."""
+    from sqlalchemy import insert, select, text
+
+    from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
     now = utcnow()
 
     def work(session) -> list[dict[str, Any]]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import PlacedJobRow
 
 
-def record_placed_job(store: Store, **fields: Any) -> int:
-    """One placed_jobs row (the columns of PlacedJobRow); returns its id."""
+def record_placed_job(store: Store, **columns: Any) -> int:
+    """One placed_jobs row (the columns of schema.PLACED_JOBS); returns its id."""
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.store.schema import PLACED_JOBS
+
     with store.session() as session:
-        row = PlacedJobRow(**fields)
-        session.add(row)
-        session.flush()
-        return row.id
+        return session.execute(insert(PLACED_JOBS).values(**columns)).inserted_primary_key[0]

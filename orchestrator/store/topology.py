@@ -1,24 +1,102 @@
-"""Store topologies: one TopologyRow row per wiring (fingerprint), one NodeRow row per host, and
-one Topology row per (node, wiring) pair holding what the fingerprint leaves out.
+"""Store topologies: one TOPOLOGIES row per wiring (fingerprint), one NODES row per host, and
+one NODE_TOPOLOGIES row per (node, wiring) pair holding what the fingerprint leaves out.
 
-TopologyRow.parsed is the docs/contracts.md topology object of the first node seen with that wiring. GPU numbers
-differ between nodes of one wiring (renumbered), so what is told by GPU index on a node (its
-pair matrix, NVML's PCIe paths, hence its groups) lives in that node's row.
+TOPOLOGIES.parsed is the docs/contracts.md topology object of the first node seen with that
+wiring. GPU numbers differ between nodes of one wiring (renumbered), so what is told by GPU
+index on a node (its pair matrix, NVML's PCIe paths, hence its groups) lives in that node's
+row. `node_wirings` is the one join of the three tables: every reader of a node's wiring
+(placement history, placement derived for reports, the report's wiring section, doctor, `topo
+list`) goes through it.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
-
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING, Any
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
-from wirewise.topology.classify import classify
-from wirewise.topology.model import Topology
+from wirewise.orchestrator.store.read import UPPERMOST
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from wirewise.topology.model import Topology
+
+# What a node's row holds in its own GPU numbering (the rest of its details: NVML, files, versions).
+NODE_FIELDS = ("links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen")
+
+
+@dataclass(frozen=True)
+class NodeWiring:
+    """A node seen with a wiring: the wiring's row and what this node's row adds."""
+
+    node: str
+    fingerprint: str
+    fabric: str
+    switched: bool | None
+    gpu_count: int
+    gpu_model: str | None
+    parsed: dict[str, Any]  # the wiring's topology object, in its first node's numbering
+    details: dict[str, Any]  # this node's: its own pair matrix and GPU names, NVML details
+    first_seen: datetime
+    last_seen: datetime
+
+    @property
+    def _own(self) -> dict[str, Any]:
+        """The node's own fields; rows stored before nodes kept their matrix: the wiring's."""
+        return self.details if "links" in self.details else self.parsed
+
+    @property
+    def links(self) -> list[list[str]]:
+        return self._own.get("links") or []
+
+    @property
+    def gpu_names(self) -> list[str | None]:
+        return self._own.get("gpu_names") or [None] * len(self.links)
+
+    @property
+    def groups(self) -> list[list[int]] | None:
+        """NVLink groups in the node's own GPU numbering."""
+        if "links" not in self.details:
+            return self.parsed.get("groups")
+        from wirewise.topology.classify import classify
+
+        return classify(self.details["links"], self.details["gpu_names"]).groups
+
+
+def node_wirings(store: Store, fingerprints: Iterable[str] | None = None, nodes: Iterable[str] | None = None) -> list[NodeWiring]:
+    """Every (node, wiring) stored, or those of the given fingerprints and/or nodes; the most
+    recently seen first (a node's current wiring is its first row)."""
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        conditions = []
+        if fingerprints is not None:
+            conditions.append(f"t.fingerprint IN ({p.each(fingerprints) or 'NULL'})")
+        if nodes is not None:
+            conditions.append(f"n.name IN ({p.each(nodes) or 'NULL'})")
+        rows = db.rows(
+            "SELECT n.name, t.fingerprint, t.fabric, t.switched, t.gpu_count, t.gpu_model, t.parsed, nt.details, "
+            "nt.first_seen, nt.last_seen FROM nodes n JOIN node_topologies nt ON nt.node_id = n.id "
+            "JOIN topologies t ON t.id = nt.topology_id"
+            + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
+            + " ORDER BY nt.last_seen DESC, n.name", p,
+        )
+    return [
+        NodeWiring(name, fingerprint, fabric, d.flag(switched), gpu_count, gpu_model, d.json(parsed), d.json(details),
+                   d.when(first_seen), d.when(last_seen))
+        for name, fingerprint, fabric, switched, gpu_count, gpu_model, parsed, details, first_seen, last_seen in rows
+    ]
+
+
+def node_names(store: Store) -> set[str]:
+    """Every node a wiring is stored for."""
+    with store.read() as db:
+        return set(db.column("SELECT name FROM nodes"))
+
 
 def save_topology(store: Store, topo: Topology, node: str | None = None) -> tuple[str, bool]:
     """Store `topo` as seen on `node` (default: this host). Returns (fingerprint, created):
@@ -33,98 +111,86 @@ def save_topology(store: Store, topo: Topology, node: str | None = None) -> tupl
 def add_topology(session: Session, topo: Topology, node: str) -> tuple[str, bool]:
     """save_topology inside the caller's transaction (ingest stores a wiring and its results
     as one)."""
-    topology = session.scalar(select(TopologyRow).where(TopologyRow.fingerprint == topo.fingerprint))
-    if topology is None:
-        topology = TopologyRow(
-            fingerprint=topo.fingerprint,
-            fabric=topo.fabric,
-            switched=topo.switched,
-            gpu_count=topo.gpus,
-            gpu_model=topo.gpu_model,
-            parsed=topo.contract(),
-            raw_text=topo.raw_text,
-        )
-        session.add(topology)
-    host = session.scalar(select(NodeRow).where(NodeRow.name == node))
-    if host is None:
-        host = NodeRow(name=node)
-        session.add(host)
-    session.flush()
-    seen = session.scalar(
-        select(NodeTopologyRow).where(NodeTopologyRow.node_id == host.id, NodeTopologyRow.topology_id == topology.id)
-    )
+    from sqlalchemy import insert, select, update
+
+    from wirewise.orchestrator.store.schema import NODE_TOPOLOGIES, NODES, TOPOLOGIES
+
+    topology_id = session.scalar(select(TOPOLOGIES.c.id).where(TOPOLOGIES.c.fingerprint == topo.fingerprint))
+    if topology_id is None:
+        topology_id = session.execute(insert(TOPOLOGIES).values(
+            fingerprint=topo.fingerprint, fabric=topo.fabric, switched=topo.switched, gpu_count=topo.gpus,
+            gpu_model=topo.gpu_model, parsed=topo.contract(), raw_text=topo.raw_text,
+        )).inserted_primary_key[0]
+    node_id = session.scalar(select(NODES.c.id).where(NODES.c.name == node))
+    if node_id is None:
+        node_id = session.execute(insert(NODES).values(name=node)).inserted_primary_key[0]
+    seen = session.scalar(select(NODE_TOPOLOGIES.c.id).where(
+        NODE_TOPOLOGIES.c.node_id == node_id, NODE_TOPOLOGIES.c.topology_id == topology_id))
     if seen is not None:
-        seen.last_seen = datetime.now(timezone.utc)
-        seen.details = _node_details(topo)
+        session.execute(update(NODE_TOPOLOGIES).where(NODE_TOPOLOGIES.c.id == seen).values(
+            last_seen=datetime.now(timezone.utc), details=_node_details(topo)))
         return topo.fingerprint, False
-    session.add(NodeTopologyRow(node_id=host.id, topology_id=topology.id, details=_node_details(topo)))
+    session.execute(insert(NODE_TOPOLOGIES).values(node_id=node_id, topology_id=topology_id, details=_node_details(topo)))
     return topo.fingerprint, True
 
 
 def _node_details(topo: Topology) -> dict[str, Any]:
     """The NVML/file details plus the topology's fields in this node's GPU numbering."""
-    fields = topo.model_dump(include={"links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen"})
+    fields = topo.model_dump(include=set(NODE_FIELDS))
     return {**topo.details, **fields}
-
-
-def node_groups(details: dict[str, Any], topology: TopologyRow) -> list[list[int]] | None:
-    """NVLink groups in the node's own GPU numbering (rows stored before nodes kept their
-    matrix: the first node's, from the wiring)."""
-    if "links" not in details:
-        return topology.parsed.get("groups")
-    return classify(details["links"], details["gpu_names"]).groups
 
 
 def list_topologies(store: Store) -> list[dict[str, Any]]:
     """Stored nodes with their wiring, most recently seen first."""
-    with store.read() as session:
-        rows = session.execute(
-            select(NodeRow.name, TopologyRow, NodeTopologyRow.details, NodeTopologyRow.first_seen, NodeTopologyRow.last_seen)
-            .join(NodeTopologyRow, NodeTopologyRow.node_id == NodeRow.id)
-            .join(TopologyRow, TopologyRow.id == NodeTopologyRow.topology_id)
-            .order_by(NodeTopologyRow.last_seen.desc(), NodeRow.name)
-        ).all()
-        return [
-            {
-                "node": name,
-                "fabric": topology.fabric,
-                "switched": topology.switched,
-                "gpus": topology.gpu_count,
-                "gpu_model": topology.gpu_model,
-                "groups": node_groups(details, topology),
-                "fingerprint": topology.fingerprint,
-                "first_seen": first_seen,
-                "last_seen": last_seen,
-            }
-            for name, topology, details, first_seen, last_seen in rows
-        ]
-
-
-_NODE_FIELDS = ("links", "gpu_names", "cpu_affinity", "numa", "pcie_ancestors", "switch_seen")
+    return [
+        {
+            "node": w.node, "fabric": w.fabric, "switched": w.switched, "gpus": w.gpu_count, "gpu_model": w.gpu_model,
+            "groups": w.groups, "fingerprint": w.fingerprint, "first_seen": w.first_seen, "last_seen": w.last_seen,
+        }
+        for w in node_wirings(store)
+    ]
 
 
 def load_topology(store: Store, node: str | None = None, fingerprint: str | None = None) -> Topology:
     """A stored wiring: the one last seen on `node` (in that node's own GPU numbering), or the
     wiring whose fingerprint starts with `fingerprint`. UserError when none, or a prefix matches
     more than one."""
-    with store.read() as session:
-        if node is not None:
-            details = session.scalar(
-                select(NodeTopologyRow.details).join(NodeRow, NodeRow.id == NodeTopologyRow.node_id)
-                .where(NodeRow.name == node).order_by(NodeTopologyRow.last_seen.desc()).limit(1)
-            )
-            if details is None:
-                raise UserError(f"no topology stored for node {node!r}: store it with `wirewise topo save --node {node}` "
-                                "(on that node, or with --from-file)")
-            if "links" in details:
-                fields = {k: details[k] for k in _NODE_FIELDS if k in details}
-                return Topology(**fields, details={k: v for k, v in details.items() if k not in _NODE_FIELDS})
-            fingerprint = session.scalar(
-                select(TopologyRow.fingerprint).join(NodeTopologyRow, NodeTopologyRow.topology_id == TopologyRow.id)
-                .join(NodeRow, NodeRow.id == NodeTopologyRow.node_id).where(NodeRow.name == node)
-            )
-        matches = session.scalars(select(TopologyRow).where(TopologyRow.fingerprint.startswith(fingerprint or ""))).all()
-        if len(matches) != 1:
-            what = "no stored wiring" if not matches else f"{len(matches)} stored wirings"
-            raise UserError(f"{what} with a fingerprint starting {fingerprint!r} (see `wirewise topo list`)")
-        return Topology.model_validate({**matches[0].parsed, "raw_text": matches[0].raw_text})
+    from wirewise.topology.model import Topology
+
+    if node is not None:
+        seen = node_wirings(store, nodes=[node])
+        if not seen:
+            raise UserError(f"no topology stored for node {node!r}: store it with `wirewise topo save --node {node}` "
+                            "(on that node, or with --from-file)")
+        details = seen[0].details
+        if "links" in details:
+            fields = {k: details[k] for k in NODE_FIELDS if k in details}
+            return Topology(**fields, details={k: v for k, v in details.items() if k not in NODE_FIELDS})
+        fingerprint = seen[0].fingerprint
+    prefix = fingerprint or ""
+    with store.read() as db:
+        p = db.params()
+        matches = db.rows(f"SELECT parsed, raw_text FROM topologies WHERE fingerprint >= {p(prefix)} "
+                          f"AND fingerprint < {p(prefix + UPPERMOST)}", p)
+    if len(matches) != 1:
+        what = "no stored wiring" if not matches else f"{len(matches)} stored wirings"
+        raise UserError(f"{what} with a fingerprint starting {fingerprint!r} (see `wirewise topo list`)")
+    parsed, raw_text = matches[0]
+    return Topology.model_validate({**db.dialect.json(parsed), "raw_text": raw_text})
+
+
+def stored_gpu_models(store: Store, links: list[list[str]]) -> dict[str, list[str]]:
+    """GPU model -> the stored nodes whose pair matrix is `links` up to GPU numbering and whose
+    GPUs are named: where a saved matrix without names can take its GPUs' model from."""
+    from wirewise.topology.fingerprint import fingerprint
+
+    def unnamed(matrix: list[list[str]]) -> str:
+        return fingerprint(matrix, [None] * len(matrix))
+
+    wanted = unnamed(links)
+    found: dict[str, list[str]] = {}
+    for wiring in node_wirings(store):
+        names = [name for name in wiring.gpu_names if name]
+        if wiring.gpu_count == len(links) and names and unnamed(wiring.links) == wanted:
+            found.setdefault(Counter(names).most_common(1)[0][0], []).append(wiring.node)
+    return found

@@ -8,7 +8,9 @@ Two ways to share a node with Slurm:
   `--constraint` that `wirewise topo slurm` suggests); once the job starts, the GPUs Slurm gave
   are read back (`scontrol show job -d`), predicted next to the best free set, and a warning
   says when they are worse.
-Either way the advised strategy is exported as WIREWISE_STRATEGY (given --model). The command
+Either way the advised strategy is exported as WIREWISE_STRATEGY (given --model), and the job
+is kept off the nodes placement avoids (flagged by pair tests: decide.nodes_measured) with
+`--exclude`, or warned about when `--node` names one. The command
 goes to submitit as an argument list (command.CommandInJob), never through a shell; every
 option that reaches the batch script is checked first (command.RunRequest).
 """
@@ -20,9 +22,9 @@ import time
 from pathlib import Path
 
 from wirewise.errors import UserError
+from wirewise.launch import STRATEGY_ENV
 from wirewise.orchestrator.userjob.command import RUN_LABELS, CommandInJob, RunRequest
 
-STRATEGY_ENV = "WIREWISE_STRATEGY"
 START_POLL_S = 0.5
 # What to change when Slurm refuses the job, in the options' terms.
 REFUSED_RUN = "change --gpus, --node, -p/--partition or -t/--time (or drop --whole-node); nothing was recorded"
@@ -30,17 +32,18 @@ REFUSED_RUN = "change --gpus, --node, -p/--partition or -t/--time (or drop --who
 __all__ = ["RunRequest", "run_for"]
 
 
-def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu_mem_gb: float | None = None) -> dict:
+def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu_mem_gb: float | None = None,
+            gpu_name: str | None = None) -> dict:
     """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
     any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
-    from wirewise.orchestrator.decide import add_advice, existing_store, free_gpus, placement_wiring
+    from wirewise.orchestrator.decide import add_advice, free_gpus, placement_wiring
     from wirewise.orchestrator.placement.place import place
     from wirewise.orchestrator.store import Store
 
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
     node = request.node
-    topo, live = placement_wiring(topology_file, node, existing_store(db))
+    topo, live, _ = placement_wiring(topology_file, node, Store.open_existing(db), gpu_name)
     store = Store(db)  # the job is recorded: create the database once the request is sound
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
@@ -48,20 +51,42 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     placement = place(topo, request.gpus, "packed", free_list, store, free_source)
     if request.model:
         add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
-    result = submit_command(request, topo, placement, placement.get("strategy"), store)
+    avoid, warnings = nodes_to_avoid(request, store)
+    result = submit_command(request, topo, placement, placement.get("strategy"), store, avoid)
+    result["warnings"] = warnings + result["warnings"]
     result["reasons"] = placement["reasons"]
     return result
 
 
-def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store) -> dict:
-    """Submit, (shared) read back the GPUs Slurm gave, record. Returns the `run --json` object."""
+def nodes_to_avoid(request: RunRequest, store) -> tuple[dict[str, str], list[str]]:
+    """({node: why} the job is kept off, warnings): the nodes placement avoids that Slurm has in
+    the job's partition (--exclude may name no node Slurm does not know); with --node naming one
+    of them, a warning instead."""
+    from wirewise.orchestrator.decide import nodes_measured
+    from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.executor.core import Scope
+
+    avoid = nodes_measured(store).avoid
+    if not avoid:
+        return {}, []
+    if request.node:
+        why = avoid.get(request.node)
+        return {}, [f"--node {request.node} is one placement avoids: {why}"] if why else []
+    known = {n.name for n in executor_named("slurm").nodes(Scope(partition=request.partition)) or []}
+    return {node: why for node, why in avoid.items() if node in known}, []
+
+
+def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store,
+                   avoid: dict[str, str] | None = None) -> dict:
+    """Submit (kept off `avoid`), (shared) read back the GPUs Slurm gave, record. Returns the
+    `run --json` object."""
     from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import SubmissionRefused
 
     env = {STRATEGY_ENV: strategy} if strategy else {}
     pin = placement["gpus"] if request.whole_node else None
     try:
-        submitted = executor_named("slurm").submit(job_request(request, topo),
+        submitted = executor_named("slurm").submit(job_request(request, topo, ",".join(avoid or {}) or None),
                                              CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
     except SubmissionRefused as exc:
         raise UserError(f"{exc}; {REFUSED_RUN}") from None
@@ -79,6 +104,7 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
         "best_free_gpus": placement["gpus"],
         "best_free_busbw_gbs": placement["predicted_busbw_gbs"],
         "folder": str(request.folder),
+        "excluded": sorted(avoid or {}),
         "warnings": [],
     }
     if not request.whole_node:
@@ -87,14 +113,14 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
     return result
 
 
-def job_request(request: RunRequest, topo):
+def job_request(request: RunRequest, topo, exclude: str | None = None):
     """The whole node (every GPU allocated: --exclusive alone leaves CUDA_VISIBLE_DEVICES unset,
-    and all its memory), or K GPUs on a node of the fabric."""
+    and all its memory), or K GPUs on a node of the fabric; never on the nodes `exclude` lists."""
     from wirewise.orchestrator.executor.core import JobRequest
 
     return JobRequest(
         folder=request.job_folder, name="wirewise-run", time_min=request.time_min, cpus_per_task=request.cpus_per_task,
-        partition=request.partition, nodelist=request.node, whole_node=request.whole_node,
+        partition=request.partition, nodelist=request.node, exclude=exclude, whole_node=request.whole_node,
         gpus_per_node=topo.gpus if request.whole_node else request.gpus,
         constraint=None if request.whole_node else topo.fabric, labels=RUN_LABELS,
     )

@@ -57,7 +57,8 @@ def test_measured_peaks_calibrate_the_estimate(db_url: str) -> None:
     cpu = {**run, "peak_mem_bytes": [1e9] * 4, "extra": {"device": "cpu"}}
     plant_training(db_url, topo, "nvl1", "mistral-7b", [run, run, cpu])
     rows = by_strategy(wirewise_json("estimate", "-m", "mistral-7b", "--gpus", "4", "--gpu-mem-gb", "80", "--db", db_url))
-    assert rows["fsdp"]["calibration"] == {"factor": pytest.approx(1.184, abs=0.002), "results": 2, "measured_peak_gb": 37.0}
+    assert rows["fsdp"]["calibration"] == {"factor": pytest.approx(1.184, abs=0.002), "results": 2, "measured_peak_gb": 37.0,
+                                           "sources": ["wirewise"]}
     assert rows["fsdp"]["total_gb"] == pytest.approx(37.0, abs=0.05)
     assert rows["ddp"]["calibration"] is None
 
@@ -81,3 +82,9 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path) -> None:
     proc = wirewise("estimate", *args, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.startswith("wirewise: error: ") and message in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_gpu_name_gives_the_cards_memory() -> None:
+    out = wirewise_json("estimate", "--model", "mistral-7b", "--gpus", "4", "--gpu-name", "NVIDIA H200")
+    assert (out["gpu_mem_gb"], out["gpu_mem_source"]) == (141.0, "the GPU's name (NVIDIA H200)")
+    assert by_strategy(out)["ddp"]["fits"] is True  # 86.9 + 9.5 GB of 141 x 0.9

@@ -43,17 +43,18 @@ def make_finished_campaign(db: str, folder: Path, env: dict) -> None:
 import os
 from pathlib import Path
 from wirewise.orchestrator.campaign import plan_spec
-from wirewise.orchestrator.campaign.folder import CampaignFolder
+from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.campaigns import create_campaign, set_submitted
 spec, plan = plan_spec({str(folder / 'spec.yaml')!r}, {str(TOPO)!r}, None, {db!r})
 store = Store({db!r})
 root = Path({str(folder / 'campaign')!r})
-create_campaign(store, spec.name, spec.model_dump(mode='json', exclude_unset=True), str(root), 'local', plan.tasks)
+doc = spec.model_dump(mode='json', exclude_unset=True)
+create_campaign(store, spec.name, doc, str(root), 'local', plan.tasks)
 set_submitted(store, spec.name, {{t.spec.task_id: (i // 8, None) for i, t in enumerate(plan.tasks)}}, [])
+write_campaign(root, spec.name, doc, plan.to_json(), [t.spec for t in plan.tasks])
 folder = CampaignFolder(root)
 for i, task in enumerate(plan.tasks):
-    folder.write_task(task.spec)
     if i % 2 == 0:
         folder.attempt_dir(task.spec.task_id, 1).mkdir()
         folder.write_outcome(task.spec.task_id, 'ok', 1)

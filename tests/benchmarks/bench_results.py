@@ -1,5 +1,10 @@
 """`wirewise results` over 1,000,000 stored results and `wirewise report` over 100,000, as whole
-processes on the SQLite default (targets: 300 ms per filtered query, 10 s per report).
+processes on the SQLite default.
+
+This machine's speed varies about 3x from one day to the next, so the targets of `results` are
+ratios to `wirewise --help` measured in the same loop (a help run beside each query run, so
+both see the same load): at most 3x for the selective filter sets, 7x for the wide one that
+matches 34,000 rows (issue 21, item 10). The report's target is 10 s.
 
 The rows are synthetic but shaped like a cluster's history: 16 nodes on four wirings (the
 fixture topologies, stored as `topo save` stores them), collective sweeps (3 ops, 1 MiB..16 GiB,
@@ -19,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -36,10 +42,12 @@ WIRINGS = {  # file -> (nodes, large-message all_reduce busbw in GB/s, roughly t
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 MODELS = ("mistral-7b", "mistral-1b", "dinov2-large")
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
-QUERY_TARGET_S, REPORT_TARGET_S = 0.3, 10.0
+SELECTIVE_RATIO, WIDE_RATIO, REPORT_TARGET_S = 3.0, 7.0, 10.0
+RUNS = 7
+WIDE = ("--fabric", "nvlink-all", "--op", "all_gather", "--placement", "packed", "--transport", "default")
 QUERIES = [
     ("--fabric", "nvlink-groups", "--op", "all_reduce", "--bytes", "1G", "--gpus", "4"),
-    ("--fabric", "nvlink-all", "--op", "all_gather", "--placement", "packed", "--transport", "default"),
+    WIDE,
     ("--node", "n05", "--since", "2026-11-24", "--workload", "collective"),
     ("--campaign", "c07", "--workload", "train", "--model", "mistral-7b"),
     ("--fingerprint", "<nvl>", "--op", "reduce_scatter", "--bytes", "256M", "--source", "nccl-tests"),
@@ -113,13 +121,52 @@ def timed(args: list[str], runs: int) -> tuple[list[float], list[float]]:
     work the wall time includes waiting for a core; the CPU time is what the command costs."""
     walls, cpus = [], []
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([*WIREWISE, *args], capture_output=True, check=True)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        wall, cpu = _once(args)
+        walls.append(wall)
+        cpus.append(cpu)
     return walls, cpus
+
+
+@dataclass
+class Beside:
+    """Runs of a command, each right after a run of `wirewise --help`, so that both meet the
+    same load: wall and CPU seconds of each."""
+
+    walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    help_walls: list[float] = field(default_factory=list)
+    help_cpus: list[float] = field(default_factory=list)
+
+    def ratios(self) -> tuple[float, float]:
+        """(median wall / median wall of --help, the same of CPU time). The target is on the
+        first; the second says how much of it is the command's own work on a busy machine."""
+        median = statistics.median
+        return median(self.walls) / median(self.help_walls), median(self.cpus) / median(self.help_cpus)
+
+    def text(self) -> str:
+        median = statistics.median
+        wall, cpu = self.ratios()
+        return (f"--help beside it {median(self.help_walls) * 1000:.0f} ms (CPU {median(self.help_cpus) * 1000:.0f} ms): "
+                f"{wall:.1f}x wall, {cpu:.1f}x CPU")
+
+
+def beside_help(args: list[str], runs: int) -> Beside:
+    found = Beside()
+    for _ in range(runs):
+        for walls, cpus, command in ((found.help_walls, found.help_cpus, ["--help"]), (found.walls, found.cpus, args)):
+            wall, cpu = _once(command)
+            walls.append(wall)
+            cpus.append(cpu)
+    return found
+
+
+def _once(args: list[str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([*WIREWISE, *args], capture_output=True, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def in_process(path: Path, args: list[str]) -> float:
@@ -150,21 +197,23 @@ def main() -> int:
     empty = folder / "wirewise-bench-results-empty.db"
     empty.unlink(missing_ok=True)
     build(empty, 0)
-    fixed = statistics.median(timed(["results", "--json", "--db", f"sqlite:///{empty}"], 5)[0])
-    print(f"  the same command on an empty store: median {fixed * 1000:.0f} ms (start-up, imports, exit)", flush=True)
+    _once(["--help"])  # the page cache warm for both
+    empty_runs = beside_help(["results", "--json", "--db", f"sqlite:///{empty}"], RUNS)
+    print(f"wirewise results on an empty store (start-up, imports, exit): median {statistics.median(empty_runs.walls) * 1000:.0f} ms; "
+          f"{empty_runs.text()}", flush=True)
     missed = False
     for query in QUERIES:
         args = [a.replace("<nvl>", fingerprints["synthetic-h200-nvl-8gpu-two-quads.txt"][:8]) for a in query]
         out = subprocess.run([*WIREWISE, "results", *args, "--json", "--db", f"sqlite:///{big}"], capture_output=True, text=True, check=True)
         groups = out.stdout.count('"workload"')
-        times, cpu = timed(["results", *args, "--json", "--db", f"sqlite:///{big}"], 5)
+        runs = beside_help(["results", *args, "--json", "--db", f"sqlite:///{big}"], RUNS)
         inside = in_process(big, args)
-        median = statistics.median(times)
-        missed |= median > QUERY_TARGET_S
-        print(f"wirewise results {' '.join(args)}: median {median * 1000:.0f} ms over 5 runs "
-              f"(min {min(times) * 1000:.0f}; CPU {statistics.median(cpu) * 1000:.0f} ms; {(median - fixed) * 1000:.0f} ms more "
-              f"than on an empty store; query and aggregation alone, warm, {inside * 1000:.0f} ms), {groups} groups, 1,000,000 rows; "
-              f"target {QUERY_TARGET_S * 1000:.0f} ms: {'ok' if median <= QUERY_TARGET_S else 'MISSED'}", flush=True)
+        ratio, target = runs.ratios()[0], WIDE_RATIO if query == WIDE else SELECTIVE_RATIO
+        missed |= ratio > target
+        print(f"wirewise results {' '.join(args)}: median {statistics.median(runs.walls) * 1000:.0f} ms over {RUNS} runs "
+              f"(min {min(runs.walls) * 1000:.0f}; CPU {statistics.median(runs.cpus) * 1000:.0f} ms; query and aggregation "
+              f"alone, warm, {inside * 1000:.0f} ms), {groups} groups, 1,000,000 rows; {runs.text()}; "
+              f"target {target:g}x wall: {'ok' if ratio <= target else 'MISSED'}", flush=True)
     with tempfile.TemporaryDirectory() as out:
         times, cpu = timed(["report", "--out", out, "--db", f"sqlite:///{small}"], 3)
         figures = len(list(Path(out).glob("*.png")))

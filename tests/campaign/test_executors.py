@@ -98,6 +98,9 @@ class QueueExecutor:
         self.calls.append(("cancel", sorted(elements)))
         return {"cancelled_arrays": sorted({e.split("_")[0] for e in elements})}
 
+    def nodes(self, scope):
+        return None  # a queue without named nodes: no fleet campaigns, nothing to check a request against
+
 
 @pytest.fixture
 def queue(monkeypatch):

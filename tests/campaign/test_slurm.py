@@ -160,25 +160,36 @@ def test_a_preempted_element_is_requeued_and_records_the_attempt(tmp_path, slurm
 
 
 def test_a_refused_submission_is_one_line_and_leaves_nothing_recorded(tmp_path, slurm_cluster, db_url):
-    """A plan for a 16-GPU wiring sent to the test node's 8 GPUs: sbatch refuses it ("Requested
-    node configuration is not available"). One line with Slurm's reason, what the job asked for
-    and what to change; no campaign stays recorded and no folder is left, so the same spec can
-    be submitted again (and is refused again, not "exists already")."""
+    """A constraint no node has: sbatch refuses it ("Invalid feature specification"). One line
+    with Slurm's reason, what the job asked for and what to change; no campaign stays recorded
+    and no folder is left, so the same spec can be submitted again (and is refused again, not
+    "exists already"). A plan for a 16-GPU wiring sent to the test node's 8 GPUs is refused
+    before sbatch, against what sinfo says the partition's nodes have."""
     from tests.topology.common import as_text, matrix
 
-    wide = tmp_path / "sixteen.txt"
-    wide.write_text(as_text(matrix(16, lambda i, j: "NV18")))
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({
-        "name": "too-wide", "workloads": [{"collectives": QUICK}], "axes": {"gpus": [2]},
-        "target": {"executor": "slurm", "partition": slurm_cluster.partition, "folder": str(tmp_path / "campaign")},
-    }))
+
+    def write(**target) -> None:
+        spec.write_text(yaml.safe_dump({
+            "name": "refused", "workloads": [{"collectives": QUICK}], "axes": {"gpus": [2]},
+            "target": {"executor": "slurm", "partition": slurm_cluster.partition, "folder": str(tmp_path / "campaign"), **target},
+        }))
+
+    write(constraint="no-such-feature")
     for _ in range(2):
-        proc = wirewise("campaign", "submit", str(spec), "--topology-file", str(wide), "--db", db_url, cwd=tmp_path)
+        proc = wirewise("campaign", "submit", str(spec), "--topology-file", str(NVL_QUADS), "--db", db_url, cwd=tmp_path)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-        assert proc.stderr.startswith("wirewise: error: campaign too-wide: Slurm refused the job: Requested node "
-                                      "configuration is not available; it asked for 1 node(s), 16 GPU(s) per node, "
-                                      "whole nodes, partition"), proc.stderr
+        assert proc.stderr.startswith("wirewise: error: campaign refused: Slurm refused the job: Invalid feature "
+                                      "specification; it asked for 1 node(s), 8 GPU(s) per node, whole nodes, partition"), proc.stderr
         assert "change the spec's target" in proc.stderr and proc.stderr.endswith("Nothing was recorded\n")
         assert wirewise_json("campaign", "list", "--db", db_url) == []
         assert not (tmp_path / "campaign").exists()
+    wide = tmp_path / "sixteen.txt"
+    wide.write_text(as_text(matrix(16, lambda i, j: "NV18")))
+    write()
+    proc = wirewise("campaign", "submit", str(spec), "--topology-file", str(wide), "--db", db_url, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr == (f"wirewise: error: the plan needs 16 GPUs per node, but no node of partition {slurm_cluster.partition} "
+                           f"has that many (GPUs per node: {slurm_cluster.node} 8); plan on the wiring of its nodes "
+                           "(--topology-file, --node, or target.scope each-node)\n")
+    assert wirewise_json("campaign", "list", "--db", db_url) == [] and not (tmp_path / "campaign").exists()

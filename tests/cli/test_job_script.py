@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.conftest import wirewise
-from tests.topology.common import NVL_QUADS
+from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # place asks for the GPU model a file does not name
 
 SBATCH = """#!/bin/sh
 cp "$1" "$CAPTURE/$(basename "$1")"

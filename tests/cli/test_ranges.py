@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import wirewise, wirewise_json
-from tests.topology.common import NVL_QUADS
+from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # place asks for the GPU model a file does not name
 from wirewise.errors import UserError
 from wirewise.ranges import ARRAY_INDICES, CPU_IDS, GPU_COUNTS, GPU_INDICES, format_ranges, parse_ranges
 

@@ -56,14 +56,63 @@ def test_no_room_is_unplaceable() -> None:
 def test_place_across_stored_nodes(db_url: str) -> None:
     from tests.conftest import wirewise, wirewise_json
     from tests.placement.history import plant_all_reduce
+    from tests.topology.common import NVL_QUADS_NAMED, NVSWITCH_NAMED
 
     for name in ("nvl-a", "nvl-b"):
-        plant_all_reduce(db_url, NVL, name, {})
-    plant_all_reduce(db_url, NVSWITCH, "sw-a", {})
+        plant_all_reduce(db_url, read_topology(NVL_QUADS_NAMED), name, {})
+    plant_all_reduce(db_url, read_topology(NVSWITCH_NAMED), "sw-a", {})
     out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
     assert [row["node"] for row in out["nodes"]] == ["nvl-a", "nvl-b"] and out["per_node"] == 8
+    assert out["predicted_busbw_gbs"] == 44.1  # 4 + 4 across the quads, inside each node
     out = wirewise_json("place", "--gpus", "8", "--across-nodes", "--db", db_url)
     assert len(out["nodes"]) == 1 and out["predicted_busbw_gbs"] == 360.0  # the NVSwitch node
     assert out["nodes"][0]["node"] == "sw-a"
     proc = wirewise("place", "--gpus", "24", "--across-nodes", "--db", db_url)
     assert proc.returncode == 2 and "cannot be placed" in proc.stderr
+
+
+def test_stored_nodes_without_names_are_placed_without_a_figure(db_url: str) -> None:
+    from tests.conftest import wirewise_json
+    from tests.placement.history import plant_all_reduce
+
+    plant_all_reduce(db_url, NVSWITCH, "bare-sw", {})
+    out = wirewise_json("place", "--gpus", "8", "--across-nodes", "--db", db_url)
+    assert out["nodes"][0]["node"] == "bare-sw" and out["predicted_busbw_gbs"] is None
+    assert any("GPU model unknown" in reason for reason in out["reasons"])
+def test_what_pair_tests_measured_comes_first_and_a_bad_node_is_left_out() -> None:
+    """Nodes found healthy first (best measured busbw first), none flagged, no two joined by a
+    link judged slow; with nothing measured among them, the leaf switches decide as before."""
+    from wirewise.orchestrator.placement.nodes import Measured
+
+    nodes = [NodeState(name, NVL, ALL) for name in ("n1", "n2", "n3", "n4", "n5")]
+    leaf_of = {"n1": "s1", "n2": "s1", "n3": "s2", "n4": "s2", "n5": "s2"}
+    assert [n for n, _ in choose_nodes(nodes, 16, leaf_of).nodes] == ["n1", "n2"]  # the smallest switch that holds both
+    measured = Measured(avoid={"n1": "pair test p: best pair 9 GB/s"}, healthy={"n3", "n4", "n5"},
+                        busbw={frozenset(("n3", "n4")): 95.0, frozenset(("n4", "n5")): 99.0},
+                        slow_links={frozenset(("n4", "n5"))})
+    choice = choose_nodes(nodes, 16, leaf_of, measured)
+    assert [n for n, _ in choice.nodes] == ["n4", "n3"]  # n4's best pair first; n5 joins n4 over a slow link
+    assert "left out n1: pair test p: best pair 9 GB/s" in choice.reasons
+    assert any("pair tests" in reason for reason in choice.reasons)
+    with pytest.raises(Unplaceable, match="every node is to be avoided"):
+        choose_nodes(nodes[:1], 8, None, measured)
+
+
+def test_place_across_nodes_weighs_the_stored_pair_tests(db_url: str) -> None:
+    """`place --across-nodes` on four stored nodes of one wiring: without pair results the first
+    two; after a pair test found n1 slow (its tests with n2 and n3 at 9 GB/s, the healthy pairs
+    near 100), n1 is left out with its evidence and nodes measured healthy are taken."""
+    from tests.conftest import wirewise_json
+    from tests.placement.history import plant_all_reduce, plant_pair_tests
+
+    for name in ("n1", "n2", "n3", "n4"):
+        plant_all_reduce(db_url, NVL, name, {})
+    assert [r["node"] for r in wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)["nodes"]] == ["n1", "n2"]
+    plant_pair_tests(db_url, "pairs-1", {("n1", "n2"): 9.0, ("n3", "n4"): 101.0, ("n1", "n3"): 9.1, ("n2", "n4"): 98.0})
+    out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
+    assert [r["node"] for r in out["nodes"]] == ["n3", "n4"]
+    (left,) = [r for r in out["reasons"] if r.startswith("left out")]
+    assert left.startswith("left out n1: pair test pairs-1: best pair 9.1 GB/s busbw, 9% of the fleet's")
+    plant_pair_tests(db_url, "pairs-2", {("n1", "n2"): 100.0, ("n3", "n4"): 97.0})  # n1 repaired and tested again
+    out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
+    assert not [r for r in out["reasons"] if r.startswith("left out")] and [r["node"] for r in out["nodes"]] == ["n1", "n2"]

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.conftest import wirewise
-from tests.topology.common import NVL_QUADS
+from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # named: predictions need the GPU model
 from wirewise.orchestrator.slurm.nodes import job_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.orchestrator.store import Store
@@ -135,7 +135,7 @@ def test_a_job_slurm_refuses_is_one_line_and_not_recorded(slurm_cluster, tmp_pat
     from tests.topology.common import as_text, matrix
 
     wide = tmp_path / "sixteen.txt"
-    wide.write_text(as_text(matrix(16, lambda i, j: "NV18")))
+    wide.write_text(as_text(matrix(16, lambda i, j: "NV18"), ["NVIDIA H200"] * 16))
     proc = wirewise("run", "--whole-node", "-k", "2", "-f", str(wide), "-p", slurm_cluster.partition, "-t", "5",
                     "--folder", str(tmp_path / "jobs"), "--db", db_url, "--", "true", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr

@@ -95,3 +95,29 @@ def report_db(report_template: Path, tmp_path: Path) -> str:
     with sqlite3.connect(report_template) as source, sqlite3.connect(copy) as target:
         source.backup(target)
     return f"sqlite:///{copy}"
+
+
+@pytest.fixture(scope="session")
+def image_run(tmp_path_factory) -> Path:
+    """The result file of a real training run of an image model (tiny-dinov2) on two CPU
+    ranks: it counts samples, not tokens, and CPU ranks have no MFU, so the record holds
+    tokens_per_s and mfu as null."""
+    folder = tmp_path_factory.mktemp("image-run")
+    wirewise("bench", "train", "--model", "tiny-dinov2", "--strategy", "ddp", "--nproc", "2", "--steps", "2",
+             "--batch-size", "2", "--db", f"sqlite:///{folder / 'scratch.db'}", env={"WIREWISE_RUNS": str(folder / "runs")},
+             check=True)
+    [result] = (folder / "runs").rglob("result.json")
+    return result
+
+
+def collect_as_campaign(result: Path, folder: Path, url: str, campaign: str) -> None:
+    """`wirewise collect` of the run's result file as if `campaign` had run it (new record ids:
+    another run of the same task)."""
+    doc = json.loads(result.read_text())
+    for record in doc["records"]:
+        record["campaign"] = campaign
+        record["record_id"] = f"{campaign}-{record['record_id']}"[:64]
+    copy = folder / campaign / "result.json"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(json.dumps(doc))
+    wirewise("collect", str(copy), "--db", url, check=True)

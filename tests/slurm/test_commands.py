@@ -101,3 +101,36 @@ def test_node_lists_expand_through_submitit_and_are_bounded_first() -> None:
         hostnames("gpu[0-99999999999]")
     with pytest.raises(UserError, match="not a Slurm node list"):
         hostnames("gpu[01-03")
+
+
+# `sinfo -h -N -o '%N|%T|%G|%b|%P'` of a cluster: a node in two partitions, GRES of two GPU types
+# with socket bindings, states with their flags (not responding '*', drain, powered down '~').
+SINFO = """gpu01|idle|gpu:h200:8(S:0-1)|nvl,ib|gpu*
+gpu01|idle|gpu:h200:8(S:0-1)|nvl,ib|long
+gpu02|down*|gpu:h200:8(S:0-1)|nvl,ib|gpu*
+gpu03|mixed+drain|gpu:a100:2,gpu:v100:2,nic:1|mixed|gpu*
+gpu04|idle~|gpu:4|(null)|gpu*
+cpu01|allocated|(null)|(null)|cpu
+"""
+
+
+def test_the_nodes_of_a_scope_from_one_sinfo(fake_bin) -> None:
+    from wirewise.orchestrator.slurm.nodes import nodes_from_sinfo, select_nodes
+
+    nodes = {n.name: n for n in nodes_from_sinfo(SINFO)}
+    assert (nodes["gpu01"].partitions, nodes["gpu01"].gpus, nodes["gpu01"].features) == (("gpu", "long"), 8, ("nvl", "ib"))
+    assert (nodes["gpu03"].gpus, nodes["gpu04"].features, nodes["cpu01"].gpus) == (4, (), 0)
+    assert {name: n.unavailable for name, n in nodes.items()} == {
+        "gpu01": None, "gpu02": "down, not responding", "gpu03": "drain", "gpu04": None, "cpu01": None}
+    command(fake_bin, "sinfo", f"printf '%s' '{SINFO}'")  # whatever the filters: the test names the nodes itself
+    labels = {"constraint": "target.constraint", "nodelist": "target.nodelist"}
+    assert [n.name for n in select_nodes("gpu", None, "nvl&ib", labels)] == ["gpu01", "gpu02"]
+    assert [n.name for n in select_nodes("gpu", None, "[nvl|mixed]&!ib", labels)] == ["gpu03"]
+    with pytest.raises(UserError, match=r"^target.constraint h100: no node has it \(their features: ib, mixed, nvl\)$"):
+        select_nodes("gpu", None, "h100", labels)
+    with pytest.raises(UserError, match=r"^target.constraint nvl\*2: a count"):
+        select_nodes("gpu", None, "nvl*2", labels)
+    with pytest.raises(UserError, match=r"^target.constraint nvl&: not a constraint expression"):
+        select_nodes("gpu", None, "nvl&", labels)
+    with pytest.raises(UserError, match=r"^target.nodelist gpu\[01-09\]: Slurm knows no node gpu05, gpu06, gpu07, gpu08, gpu09 \(`sinfo"):
+        select_nodes(None, "gpu[01-09]", None, labels)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import sqlite3
+import subprocess
 from datetime import datetime, timezone
 
 import pytest
@@ -124,11 +125,57 @@ def test_a_query_in_progress_does_not_hold_writers_back(tmp_path):
     url = f"sqlite:///{tmp_path / 'wirewise.db'}"
     store = Store(url)
     log = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
-    with store.read() as session:
-        assert session.scalar(select(func.count()).select_from(ResultRow)) == 0  # the read has begun
+    with store.read() as db:
+        assert db.scalar("SELECT count(*) FROM results") == 0  # the read has begun
         stored = wirewise("import", "nccl-tests", str(log), "--node", "h100", "--db", url,
                           env={"WIREWISE_DB_WAIT_S": "2"}, timeout=60)
         assert stored.returncode == 0, stored.stderr
-        assert session.scalar(select(func.count()).select_from(ResultRow)) == 0  # its snapshot holds
-    with store.read() as session:
-        assert session.scalar(select(func.count()).select_from(ResultRow)) > 0
+        assert db.scalar("SELECT count(*) FROM results") == 0  # its snapshot holds
+    with store.read() as db:
+        assert db.scalar("SELECT count(*) FROM results") > 0
+
+
+def test_the_read_path_knows_the_column_types():
+    """The reader decodes by name what SQLite keeps as text or integers (store.results): its
+    sets follow the table's types."""
+    from sqlalchemy import JSON, Boolean, Double
+
+    from wirewise.orchestrator.store.results import FLAG_COLUMNS, JSON_COLUMNS, NUMBER_COLUMNS
+    from wirewise.orchestrator.store.schema import RESULTS
+
+    def of(kind):
+        return {c.name for c in RESULTS.columns if isinstance(c.type, kind)}
+
+    assert (JSON_COLUMNS, FLAG_COLUMNS, NUMBER_COLUMNS) == (of(JSON), of(Boolean), of(Double))
+
+
+def test_the_health_read_path_knows_its_tables():
+    """store.health reads the fleet-health tables by name: each column it names exists, and it
+    decodes as JSON, flag or time exactly the columns of those types."""
+    from sqlalchemy import JSON, Boolean, DateTime
+
+    from wirewise.orchestrator.store import health, schema
+
+    kinds = {JSON: "json", Boolean: "flag", DateTime: "when"}
+    for table, columns in ((schema.BASELINES, health.BASELINE_COLUMNS), (schema.NODE_CHECKS, health.CHECK_COLUMNS),
+                           (schema.FINDINGS, health.FINDING_COLUMNS), (schema.FLEET_ACTIONS, health.ACTION_COLUMNS)):
+        types = {c.name: next((k for t, k in kinds.items() if isinstance(c.type, t)), None) for c in table.columns}
+        assert {name: types.get(name, "missing") for name in columns} == columns, table.name
+
+
+def test_a_query_imports_neither_sqlalchemy_nor_pydantic(tmp_path):
+    """`wirewise results` on an up-to-date SQLite store reads through sqlite3 alone: SQLAlchemy
+    (about 100 ms) and pydantic (about 57 ms) stay unloaded (tests/benchmarks/bench_results.py
+    times it). A fresh store is migrated first, which does load them."""
+    import sys
+    from pathlib import Path
+
+    url = f"sqlite:///{tmp_path / 'wirewise.db'}"
+    Store(url)
+    script = Path(sys.executable).with_name("wirewise")
+    for args in (["results", "--json"], ["results", "--fabric", "nvl", "--since", "7d", "--campaign", "x"],
+                 ["campaign", "list"], ["topo", "list"]):
+        out = subprocess.run([sys.executable, "-X", "importtime", str(script), *args, "--db", url],
+                             capture_output=True, text=True, timeout=120)
+        loaded = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+        assert {"sqlalchemy", "pydantic"} & loaded == set(), (args, out.stderr[-2000:])

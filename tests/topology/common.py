@@ -10,6 +10,9 @@ TOPO = FIXTURES / "topo"
 EXPECTED: dict[str, dict] = json.loads((TOPO / "expected.json").read_text())
 FIXTURE_NAMES = sorted(EXPECTED)
 NVL_QUADS = TOPO / "synthetic-h200-nvl-8gpu-two-quads.txt"
+# The same wirings saved with `nvidia-smi -L` lines before the matrix, as the GPU scripts save them.
+NVL_QUADS_NAMED = TOPO / "synthetic-h200-nvl-8gpu-two-quads-named.txt"  # NVIDIA H200 NVL
+NVSWITCH_NAMED = TOPO / "synthetic-h200-sxm-8gpu-nvswitch-named.txt"  # NVIDIA H200 (SXM)
 
 
 def fixture_text(name: str) -> str:

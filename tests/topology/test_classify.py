@@ -56,7 +56,7 @@ def test_pair_helpers_and_bandwidth_from_generation() -> None:
     topo = topology_from_text(as_text(read_topology(NVL_QUADS).links, names))
     assert topo.links[0][1] == "NV6" and topo.nvlinks(0, 1) == 6 and topo.nvlinks(0, 4) == 0
     assert topo.bandwidth_gbs(0, 1) == 150.0  # 6 links x 25 GB/s (NVLink 4)
-    assert topo.bandwidth_gbs(0, 4) == 32.0  # PCIe Gen5 x16 (64) across sockets (SYS)
+    assert topo.bandwidth_gbs(0, 4) == 35.2  # PCIe Gen5 x16 (64) through host memory (SYS): x 0.55
     assert topo.bandwidth_gbs(3, 3) is None
     assert topo.pcie_level(0, 4) == "SYS" and topo.pcie_level(0, 1) is None  # hidden under NVLink
     assert topo.nvlink_generation == 4 and topo.gpu_model == "NVIDIA H200"

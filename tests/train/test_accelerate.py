@@ -15,7 +15,7 @@ import yaml
 from wirewise import registry
 from wirewise.jobs.launch import run_task
 from wirewise.task import TaskSpec
-from wirewise.jobs.train.configs import accelerate_config, deepspeed_config
+from wirewise.configs import accelerate_config, deepspeed_config
 
 
 def test_deepspeed_config_fills_autos_like_accelerate():

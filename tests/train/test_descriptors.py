@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from wirewise import registry
-from wirewise.jobs.train.configs import TEMPLATES, deepspeed_config
+from wirewise.configs import TEMPLATES, deepspeed_config
 from wirewise.strategy import ACCOUNTINGS, COMPUTE_DTYPE, Traffic
 
 STRATEGIES = registry.STRATEGIES.built_in

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from wirewise.jobs.train.configs import deepspeed_config
+from wirewise.configs import deepspeed_config
 from wirewise.jobs.train.strategies.base import Setup, Strategy, make_adamw, tensors_in
 
 

@@ -6,6 +6,7 @@ WIREWISE_FAKE_NVML (JSON) degrades it:
     {"inactive": {"1": [0, 1]}}   GPU 1's NVLinks 0 and 1 down
     {"pcie": {"2": [4, 8]}}       GPU 2's PCIe link at gen 4 x8 (the maximum is gen 5 x16)
     {"pstate": {"2": 8}}          GPU 2 idle, in P8 (the others run in P0)
+    {"busy": [0]}                 GPU 0 runs a compute process (the others none)
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class _Machine(FakeNVML):
 
     def nvmlDeviceGetPerformanceState(self, h):
         return _CONFIG.get("pstate", {}).get(str(h), 0)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [{"pid": 1}] if h in _CONFIG.get("busy", []) else []
 
 
 def _gpus():

@@ -1,0 +1,130 @@
+"""The bounds every input is held to, in one place (docs/contracts.md, "Bounds").
+
+A count is checked before anything is expanded from it, a file before it is read: a number
+typed by mistake (`repeats: 10^23`) or a path to something that never ends (/dev/zero, a
+FIFO) is refused with the bound in the message, instead of exhausting memory or hanging.
+
+The figures: integers are what the database stores (SQLite INTEGER and PostgreSQL BIGINT
+are signed 64-bit); the largest Slurm clusters run tens of thousands of GPUs, one campaign
+task at most MAX_RANKS of them; result files of 146 MB were collected in the field, so a
+result file may be 1 GiB; a spec, a topology text and a model config are a few KB.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_INT = 2**63 - 1  # any stored integer: bytes, count, GPU count, ...
+MAX_RANKS = 65_536  # GPUs (or ranks) of one task or one --gpus, over all its nodes
+MAX_GPU_INDEX = 1023  # a GPU's index on its node (wirewise.ranges: --free, --gpus 0-3, Slurm's GRES)
+MAX_CPU_ID = 65_535  # a CPU's id in an affinity list (Linux's NR_CPUS is at most 8192)
+MAX_ARRAY_INDEX = 4_000_000  # a Slurm array index (MaxArraySize may not exceed 4,000,001, slurm.conf(5))
+MAX_CPU_RANKS = 256  # CPU ranks (gloo) of one task on one machine
+MAX_NODES = 65_536  # nodes of one multi-node task: more than any cluster has
+MAX_REPEATS = 10_000  # axes.repeats
+MAX_TASKS = 100_000  # tasks one campaign plans
+MAX_NESTING = 100  # levels of mappings and lists in a spec, a result file or a config
+MAX_TIME_MIN = 365 * 24 * 60  # a Slurm time limit or a task timeout: a year, past any partition's MaxTime
+MAX_AGE_DAYS = 100 * 366  # --since as an age
+MAX_INTERVAL_S = 24 * 3600  # seconds between polls (campaign status --watch)
+
+KIB, MIB, GIB = 1024, 1024**2, 1024**3
+MAX_SPEC_BYTES = 1 * MIB  # a campaign spec (YAML)
+MAX_TOPOLOGY_BYTES = 1 * MIB  # a saved `nvidia-smi topo -m`
+MAX_CONFIG_BYTES = 16 * MIB  # a transformers config.json
+MAX_RESULT_BYTES = 1 * GIB  # a result.json
+MAX_LOG_BYTES = 1 * GIB  # an nccl-tests log
+MAX_SMALL_FILE_BYTES = 64 * KIB  # outcome.json, local.pid, plan.json's first read
+
+
+def size_text(n: int) -> str:
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
+
+
+def read_bounded(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes` ('-': stdin, read to the bound).
+
+    Raises OSError as open() would (FileNotFoundError, IsADirectoryError, PermissionError),
+    and also for what is not a regular file (a FIFO would block the read, a device such as
+    /dev/zero never ends) or is larger than the bound; strerror says which, so a caller's
+    `except OSError` message stays one clear line."""
+    too_large = OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input", str(path))
+    if str(path) == "-":
+        data = sys.stdin.buffer.read(max_bytes + 1)
+    else:
+        with _open_regular(path) as fh:
+            if os.fstat(fh.fileno()).st_size > max_bytes:
+                raise too_large
+            data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:  # stdin, or a file that grew while read
+        raise too_large
+    return data
+
+
+def read_head(path: str | Path, max_bytes: int) -> bytes:
+    """The first `max_bytes` of a regular file (OSError as read_bounded, but never for its size)."""
+    with _open_regular(path) as fh:
+        return fh.read(max_bytes)
+
+
+def _open_regular(path: str | Path):
+    """A regular file opened for reading. Opened non-blocking, then checked by fstat, so a FIFO
+    without a writer is refused instead of waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fh = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode):
+        return fh
+    fh.close()
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+    raise OSError(errno.EINVAL, "not a regular file: a FIFO, a device or a socket", str(path))
+
+
+def nesting(doc: Any, limit: int = MAX_NESTING) -> int:
+    """How deep mappings and lists nest in a parsed document (a scalar: 0), counted until
+    `limit` is passed (then limit + 1). Each container is visited once: YAML aliases make
+    a document a graph, and a billion laughs must not be walked a billion times."""
+    deepest, seen = 0, set()
+    stack = [(doc, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list, tuple)) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return limit + 1
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return deepest
+
+
+def too_deep(doc: Any, limit: int = MAX_NESTING) -> str | None:
+    """Why a parsed document is refused for its nesting, or None."""
+    if nesting(doc, limit) > limit:
+        return f"nested deeper than {limit} levels, the bound for a document"
+    return None
+
+
+def loads_json(text: str | bytes) -> Any:
+    """json.loads with the nesting bounded: ValueError (as for bad JSON) past MAX_NESTING
+    levels, where Python's parser would otherwise raise RecursionError near 1,000."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels, the bound for a document") from None
+    problem = too_deep(doc)
+    if problem:
+        raise ValueError(problem)
+    return doc

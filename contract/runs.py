@@ -1,0 +1,20 @@
+"""Where run folders (spec, rank logs, result file) go: $WIREWISE_RUNS, else ./.wirewise/runs.
+
+Both sides name them: the control plane for the runs, campaigns and launches it starts, and a
+job that records its own figures outside `wirewise launch` (wirewise.jobs.history)."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def runs_root() -> Path:
+    return Path(os.environ.get("WIREWISE_RUNS") or ".wirewise/runs")
+
+
+def run_dir_name(label: str) -> Path:
+    """Where a new run folder for `label` (a task id, `launch`, `job`) goes; not created."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return runs_root() / f"{stamp}-{label}"

@@ -1,0 +1,350 @@
+"""A real training job's own figures, into the history the advice reads.
+
+    record_job(step_times_s, tokens_per_step=..., samples_per_step=...)   a custom loop, at its end
+    wirewise.jobs.trainer_callback.WirewiseCallback                       the Hugging Face Trainer
+
+Every rank calls record_job once, when training ends (a collective when torch.distributed is
+initialised: the ranks' figures are gathered). Rank 0 writes one result record with
+`source=job`, in the same record (wirewise.record) and the same atomic result file as the
+benchmarks (`result.json`, jobs.records.result_document), and stores it when a database is
+named (WIREWISE_DB, which `wirewise launch` sets, or `db=`): it runs `wirewise collect` on the
+file, the one path every result file takes into the store; where that fails (no database
+reachable from the compute node), the file stays for `wirewise collect PATH` later. The job
+never fails because its figures could not be stored.
+
+What the record says:
+- steady state: the steps after `warmup_steps`; step time is the slowest rank's mean (the ranks
+  wait for each other every step), tokens/s and samples/s are all ranks' counts over it;
+- peak memory per rank: the allocator's peak on a GPU, the process's peak RSS on CPU ranks, as
+  benchmark records say it (jobs.failures.memory_now);
+- where it ran: inside `wirewise launch`, its launch file (wirewise.launch) names the GPUs, the
+  placement, the strategy chosen and why, and the node's wiring (fingerprint); otherwise what
+  this process can see: CUDA_VISIBLE_DEVICES (or one GPU per local rank) and the wiring NVML
+  reports;
+- the strategy is what ran: read from accelerate's state where accelerate built one (DDP, FSDP,
+  DeepSpeed's ZeRO stage), kept under the launch's name when that name's descriptor runs the
+  same way (a plug-in's variant), and recorded beside the launch's choice when they differ.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from wirewise.launch import DB_ENV, STRATEGY_ENV, LaunchFile, launch_dir, read_launch
+from wirewise.record import ResultRecord
+from wirewise.runs import run_dir_name
+
+RESULT_FILE = "result.json"
+DEFAULT_WARMUP_STEPS = 2
+STORE_TIMEOUT_S = 120  # `wirewise collect` at the end of a job: a busy database is waited on this long
+STORE_DB_WAIT_S = "60"
+# accelerate's mixed_precision as a run's precision is named (wirewise.workloads.train)
+ACCELERATE_PRECISION = {"no": "fp32", "bf16": "bf16-mixed", "fp16": "fp16-mixed"}
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    """One rank's share, gathered to rank 0."""
+
+    step_times_s: list[float]  # steady-state steps
+    tokens_per_step: float | None
+    samples_per_step: float | None
+    peak_mem_bytes: int
+    device: str  # cuda | cpu
+
+
+def record_job(
+    step_times_s: list[float],
+    *,
+    tokens_per_step: float | None = None,
+    samples_per_step: float | None = None,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    model: str | None = None,
+    strategy: str | None = None,
+    micro_batch: int | None = None,
+    seq_len: int | None = None,
+    precision: str | None = None,
+    run_dir: str | Path | None = None,
+    db: str | None = None,
+    started_at: datetime | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path | None:
+    """Record this job's steady-state figures; call it on every rank once training ends.
+
+    `step_times_s`: every step's seconds on this rank, in order (the first `warmup_steps` are
+    left out); on a GPU, time each step after `torch.cuda.synchronize()`. `tokens_per_step` and
+    `samples_per_step`: what this rank processes per step. Returns the result file on rank 0,
+    None on the others."""
+    steady = list(step_times_s)[warmup_steps:]
+    if not steady:
+        raise ValueError(f"record_job needs more than {warmup_steps} step time(s) (the warm-up is left out)")
+    mine = RankFigures(steady, tokens_per_step, samples_per_step, *_peak_memory())
+    ranks, rank = _gather(mine)
+    if rank != 0:
+        return None
+    launch = _launch(run_dir)
+    folder = Path(run_dir) if run_dir else (launch[1] if launch else run_dir_name("job"))
+    record, topo = job_record(
+        ranks, launch[0] if launch else None, model=model, strategy=strategy, micro_batch=micro_batch,
+        seq_len=seq_len, precision=precision, ran=accelerate_engine(), warmup_steps=warmup_steps,
+        started_at=started_at, extra=extra,
+    )
+    path = write_result(folder, record, topo)
+    store_result(path, db or os.environ.get(DB_ENV))
+    return path
+
+
+def job_record(
+    ranks: list[RankFigures],
+    launch: LaunchFile | None,
+    *,
+    model: str | None = None,
+    strategy: str | None = None,
+    micro_batch: int | None = None,
+    seq_len: int | None = None,
+    precision: str | None = None,
+    ran: dict[str, Any] | None = None,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    started_at: datetime | None = None,
+    extra: dict[str, Any] | None = None,
+) -> tuple[ResultRecord, Any]:
+    """(the record, the node's Topology or None) from every rank's figures and what the launch
+    said; `ran` is accelerate's own view (accelerate_engine). Pure: tests feed it figures."""
+    from wirewise.jobs.records import env_to_record
+    from wirewise.topology import node_name
+
+    step_time = max(fmean(r.step_times_s) for r in ranks)
+    tokens = _summed([r.tokens_per_step for r in ranks])
+    samples = _summed([r.samples_per_step for r in ranks])
+    device = "cuda" if all(r.device == "cuda" for r in ranks) else "cpu"
+    topo = _topology(launch, device)
+    launched = launch.strategy if launch else os.environ.get(STRATEGY_ENV)
+    ran = ran or {}
+    name, strategy_note = _strategy(strategy or launched, ran)
+    gpus = (launch.gpus if launch else _visible_indices(len(ranks))) if device == "cuda" else []
+    model = model or (launch.model if launch else None)
+    ended = datetime.now(timezone.utc)
+    steps = len(ranks[0].step_times_s)
+    details = {
+        "backend": ran.get("backend") or ("nccl" if device == "cuda" else "gloo"),
+        "device": device,
+        "step_times_s": ranks[0].step_times_s,
+        "step_time_s_per_rank": [fmean(r.step_times_s) for r in ranks],
+        "tokens_per_step": tokens,
+        "samples_per_step": samples,
+        "peak_mem_source": "torch.cuda.max_memory_allocated" if device == "cuda" else "ru_maxrss of the rank process",
+        **({"accelerate_distributed_type": ran["distributed_type"]} if ran.get("distributed_type") else {}),
+        **({"strategy_note": strategy_note} if strategy_note else {}),
+        **_launch_details(launch, device),
+        **(extra or {}),
+    }
+    record = ResultRecord(
+        workload="train", source="job",
+        params={k: v for k, v in {
+            "model": model, "strategy": name, "engine": "accelerate" if ran else "custom", "micro_batch": micro_batch,
+            "seq_len": seq_len, "precision": precision or ACCELERATE_PRECISION.get(ran.get("mixed_precision")), "steps": steps,
+            "warmup_steps": warmup_steps, "placement": launch.placement if launch else None, "transport": "default",
+        }.items() if v is not None},
+        **_nodes(launch, node_name(topo), topo), gpus=gpus, gpu_count=len(gpus) * (len(launch.nodes) if launch else 1),
+        fingerprint=topo.fingerprint if topo else None, fabric=topo.fabric if topo else None,
+        started_at=started_at or ended - timedelta(seconds=sum(ranks[0].step_times_s)), ended_at=ended,
+        versions=_versions(), env=env_to_record(os.environ),
+        model=model, strategy=name, world_size=len(ranks), micro_batch=micro_batch, seq_len=seq_len,
+        step_time_s=step_time,
+        tokens_per_s=tokens / step_time if tokens else None,
+        samples_per_s=samples / step_time if samples else None,
+        peak_mem_bytes=[r.peak_mem_bytes for r in ranks],
+        extra=details,
+    )
+    return record, topo
+
+
+def accelerate_engine() -> dict[str, Any]:
+    """What accelerate built in this process (distributed type, ZeRO stage, backend, precision),
+    {} where it built nothing. Read from its shared state, never imported here for the asking."""
+    if "accelerate" not in sys.modules:
+        return {}
+    from accelerate.state import AcceleratorState, PartialState
+
+    if not PartialState._shared_state:
+        return {}
+    state = PartialState()
+    found = {"distributed_type": str(state.distributed_type), "backend": state.backend,
+             "num_processes": state.num_processes}
+    if AcceleratorState._shared_state:
+        full = AcceleratorState()
+        found["mixed_precision"] = str(full.mixed_precision)
+        plugin = getattr(full, "deepspeed_plugin", None)
+        if plugin is not None:
+            found["zero_stage"] = plugin.zero_stage
+    return found
+
+
+def write_result(folder: Path, record: ResultRecord, topo) -> Path:
+    """The result file in `folder` (result.json, or result-N.json beside an earlier one)."""
+    from wirewise.atomic import write_json_atomic
+    from wirewise.jobs.records import result_document
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path, n = folder / RESULT_FILE, 1
+    while path.exists():
+        n += 1
+        path = folder / f"result-{n}.json"
+    write_json_atomic(path, result_document("ok", topo, [record]))
+    return path
+
+
+def store_result(path: Path, db: str | None) -> bool:
+    """`wirewise collect PATH --db DB` as a process; a warning (never an exception) when it fails."""
+    if not db:
+        _say(f"figures in {path}; store them with `wirewise collect {path}`")
+        return False
+    env = {**os.environ, "WIREWISE_DB_WAIT_S": STORE_DB_WAIT_S}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-P", "-m", "wirewise.orchestrator", "collect", str(path), "--db", db],
+            capture_output=True, text=True, timeout=STORE_TIMEOUT_S, env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _say(f"warning: could not store {path} ({type(exc).__name__}); later: wirewise collect {path}")
+        return False
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        _say(f"warning: could not store {path} ({why}); later: wirewise collect {path}")
+        return False
+    _say(f"job figures stored: {proc.stdout.strip()}")
+    return True
+
+
+# ------------------------------------------------------------------------ the pieces
+
+
+def _peak_memory() -> tuple[int, str]:
+    """(peak bytes of this rank, its device)."""
+    from wirewise.jobs.failures import memory_now
+
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        device = torch.device("cuda", torch.cuda.current_device())
+        return memory_now(device)["cuda_peak_allocated_bytes"], "cuda"
+    return memory_now(None)["host_peak_rss_bytes"], "cpu"
+
+
+def _gather(mine: RankFigures) -> tuple[list[RankFigures], int]:
+    """Every rank's figures on rank 0 (all ranks take part), and this rank's number."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [mine], 0
+    ranks: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(ranks, mine)
+    return ranks, dist.get_rank()
+
+
+def _launch(run_dir: str | Path | None) -> tuple[LaunchFile, Path] | None:
+    found = launch_dir()
+    if found is None or (run_dir is not None and Path(run_dir).resolve() != found.resolve()):
+        return None
+    try:
+        return read_launch(found), found
+    except (OSError, ValueError):
+        return None
+
+
+def _topology(launch: LaunchFile | None, device: str):
+    """The node's wiring: the launch's, else NVML's on a GPU; None for CPU ranks of their own."""
+    from wirewise.errors import UserError
+    from wirewise.topology import Topology, read_topology
+
+    if launch is not None:
+        return Topology.model_validate(launch.topology) if launch.topology else None
+    if device != "cuda":
+        return None
+    try:
+        return read_topology(None)
+    except UserError:
+        return None
+
+
+def _strategy(named: str | None, ran: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(the strategy to record, a note when the launch's name and what ran disagree)."""
+    from wirewise import registry
+
+    seen = _seen_strategy(ran)
+    if seen is None:
+        return named, None
+    if named in registry.STRATEGIES:
+        spec = registry.STRATEGIES[named]
+        if registry.STRATEGIES[seen].accelerate == spec.accelerate and registry.STRATEGIES[seen].zero_stage == spec.zero_stage:
+            return named, None
+    if named is None:
+        return seen, None
+    return seen, f"launched as {named}, but accelerate ran {ran['distributed_type']}: recorded as {seen}"
+
+
+def _seen_strategy(ran: dict[str, Any]) -> str | None:
+    """The built-in strategy accelerate's distributed type (and ZeRO stage) is."""
+    kind = ran.get("distributed_type", "").removeprefix("DistributedType.")
+    if kind == "DEEPSPEED":
+        return f"zero{ran.get('zero_stage')}" if ran.get("zero_stage") in (1, 2, 3) else None
+    if kind == "FSDP":
+        return "fsdp"
+    if kind.startswith("MULTI_") or kind == "NO":
+        return "ddp"
+    return None
+
+
+def _nodes(launch: LaunchFile | None, here: str, topo) -> dict[str, Any]:
+    """The record's node fields: every node of the launch, node 0 first; only node 0's wiring is
+    known here (the launch placed the same GPUs on nodes it took to be of one wiring)."""
+    names = [here, *launch.nodes[1:]] if launch else [here]
+    fingerprint = topo.fingerprint if topo else None
+    return {"node": here, "node_count": len(names), "nodes": names,
+            "node_fingerprints": [fingerprint, *[None] * (len(names) - 1)]}
+
+
+def _launch_details(launch: LaunchFile | None, device: str) -> dict[str, Any]:
+    if launch is None:
+        return {}
+    found = {
+        "launch": {"chosen_by": launch.chosen_by, "advised": launch.advised, "strategy": launch.strategy,
+                   "placement": launch.placement, "predicted_busbw_gbs": launch.predicted_busbw_gbs,
+                   "busbw_basis": launch.busbw_basis, "nodes": launch.nodes, "slurm_job_id": launch.slurm_job_id,
+                   "accelerate_config_file": launch.accelerate_config_file},
+    }
+    if device == "cpu" and launch.assigned_gpus:
+        found["assigned_gpus"] = launch.assigned_gpus
+    return found
+
+
+def _visible_indices(ranks: int) -> list[int]:
+    """A job started without `wirewise launch`: its GPUs as CUDA_VISIBLE_DEVICES names them (where
+    Slurm renumbers them inside a device cgroup, those names are the job's, not nvidia-smi's),
+    else the first ones, one per rank on this node, as torch hands them out by local rank."""
+    parts = [p.strip() for p in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if p.strip()]
+    if parts:
+        return [int(p) for p in parts] if all(p.isdigit() for p in parts) else []
+    return list(range(int(os.environ.get("LOCAL_WORLD_SIZE") or ranks)))
+
+
+def _summed(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else float(sum(values))
+
+
+def _versions() -> dict[str, str | None]:
+    from wirewise.jobs.versions import software_versions
+    from wirewise.versions import code_hash
+
+    return {**software_versions(), "wirewise_code": code_hash()}
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"wirewise: {line}\n")

@@ -1,0 +1,20 @@
+"""What a training script calls: `wirewise.advice(...)`, resolved here on first use.
+
+    import wirewise
+    advice = wirewise.advice(model="mistral-7b", batch_size=4, seq_len=2048)
+    advice.strategy, advice.gpus, advice.row("fsdp").tokens_per_s, advice.accelerate_config
+    advice.write_config("run/")        # run/accelerate.yaml (+ run/deepspeed.json)
+
+The `wirewise` package is the contract (contract/), which imports nothing of the control
+plane: its module `__getattr__` imports this module when a script first asks for `advice` or
+`Advice`, the one edge from the contract into the orchestrator (tests/test_architecture.py
+names it). Torch-free, so a script asks before it builds its Accelerator.
+"""
+
+from __future__ import annotations
+
+from wirewise.orchestrator.launch.advice import Advice, StrategyAdvice, advise_job
+
+advice = advise_job
+
+__all__ = ["Advice", "StrategyAdvice", "advice"]

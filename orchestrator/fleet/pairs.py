@@ -1,0 +1,212 @@
+"""`wirewise fleet pairs`: a collective between pairs of nodes, in rounds, until the slow node
+or link is named; every test stored as a task of one campaign.
+
+Each test is a two-node campaign task pinned to its pair (one rank or one GPU set per node;
+gloo ranks where the nodes have no GPUs), submitted as a job of its own through the executor;
+a round's tests run at once (they share no node). Between rounds the results are collected
+into the store and read back from it (wirewise.orchestrator.store.fleet.pair_results), the
+scheduler (schedule.py) picks the next round from them, and the verdict (verdict.py) is the
+same function placement and drain rules use. The campaign is an ordinary one: `campaign
+status`, `collect`, `resume` and `cancel` work on it, and its folder holds verdict.json.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from wirewise.errors import UserError
+from wirewise.orchestrator.executor.core import Node, Scope
+from wirewise.orchestrator.fleet.schedule import MODES, next_round
+from wirewise.orchestrator.fleet.verdict import DEFAULT_TOLERANCE, Measure, Pair, Verdict, judge
+
+POLL_S = 1.0
+OnRound = Callable[[int, list[Pair], list[Measure]], None]  # (round, its pairs, their measures)
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """What every pair test measures and how long it may take."""
+
+    op: str = "all_reduce"
+    size: int = 64 << 20
+    iters: int = 10
+    warmup: int = 3
+    backend: str | None = None  # None: nccl where every node has GPUs, else gloo
+    gpus: int | None = None  # per node; None: every GPU of the node (nccl), one CPU rank (gloo)
+    timeout_s: float = 300.0  # per test, enforced by its supervisors
+    time: str = "00:30:00"  # the Slurm time limit of each test's job
+
+
+def run_pair_tests(store, scope: Scope, mode: str = "quick", test: PairTest = PairTest(),
+                   tolerance: float = DEFAULT_TOLERANCE, name: str | None = None, executor: str = "slurm",
+                   on_round: OnRound | None = None) -> dict[str, Any]:
+    """Test the scope's nodes in pairs; the verdict, as data (`fleet pairs --json`)."""
+    from wirewise.orchestrator.executor import executor_named
+
+    if mode not in MODES:
+        raise UserError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
+    if not 0 < tolerance < 1:
+        raise UserError(f"--tolerance {tolerance:g}: give a fraction between 0 and 1 (0.2: flag below 80% of the fleet's figure)")
+    nodes = executor_named(executor).nodes(scope)
+    if nodes is None:
+        raise UserError(f"pair tests pin jobs to nodes: executor {executor} has no nodes to name (use slurm)")
+    usable = [n for n in nodes if not n.unavailable]
+    left_out = {n.name: f"{n.unavailable} (Slurm)" for n in nodes if n.unavailable}
+    if len(usable) < 2:
+        listed = ", ".join(f"{n.name} ({n.unavailable or 'up'})" for n in nodes[:6])
+        raise UserError(f"pair tests need at least 2 nodes that take work; {scope.describe()} has {len(usable)}: {listed}")
+    campaign = _PairCampaign.start(store, scope, usable, test, name or _default_name(), executor)
+    names = [n.name for n in usable]
+    measures: list[Measure] = []
+    rounds = 0
+    try:
+        while pairs := next_round(names, measures, mode, tolerance):
+            rounds += 1
+            found = campaign.run_round(pairs)
+            measures += found
+            if on_round is not None:
+                on_round(rounds, pairs, found)
+    except KeyboardInterrupt:
+        campaign.cancel()
+        raise
+    verdict = judge(names, measures, tolerance)
+    report = {"campaign": campaign.name, "mode": mode, "op": test.op, "bytes": test.size, "backend": campaign.backend,
+              "ranks_per_node": campaign.ranks, "nodes": names, "rounds": rounds,
+              "left_out": [{"node": n, "reason": r} for n, r in left_out.items()], **verdict.to_json()}
+    campaign.write_verdict(report)
+    return report
+
+
+def _default_name() -> str:
+    return f"pairs-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+
+
+class _PairCampaign:
+    """The campaign that holds the tests: recorded at the first round, a task per test."""
+
+    def __init__(self, store, spec, root: Path, nodes: dict[str, Node], executor: str, ranks: int, backend: str) -> None:
+        self.store, self.spec, self.root, self.nodes = store, spec, root, nodes
+        self.executor, self.ranks, self.backend = executor, ranks, backend
+        self.name = spec.name
+        self.tasks: list = []
+
+    @classmethod
+    def start(cls, store, scope: Scope, nodes: list[Node], test: PairTest, name: str, executor: str) -> _PairCampaign:
+        from wirewise.orchestrator.campaign import campaign_folder
+        from wirewise.orchestrator.campaign.spec import parse_spec
+        from wirewise.orchestrator.store.campaigns import create_campaign
+
+        backend = test.backend or ("nccl" if all(n.gpus for n in nodes) else "gloo")
+        ranks = test.gpus or (min(n.gpus for n in nodes) if backend == "nccl" else 1)
+        if backend == "nccl" and ranks > min(n.gpus for n in nodes):
+            raise UserError(f"--gpus {ranks}: the smallest node here has {min(n.gpus for n in nodes)} GPU(s)")
+        sweep = {"ops": [test.op], "min_bytes": test.size, "max_bytes": test.size, "iters": test.iters, "warmup": test.warmup}
+        where = {k: v for k, v in (("partition", scope.partition), ("nodelist", scope.nodelist),
+                                   ("constraint", scope.constraint)) if v}
+        doc = {"name": name, "workloads": [{"collectives": sweep}], "axes": {"gpus": [ranks]},
+               "target": {"executor": executor, **where, "nodes": 2, "backend": backend, "time": test.time,
+                          "timeout_s": test.timeout_s, "tasks_per_element": 1, "array_parallelism": max(1, len(nodes) // 2)}}
+        spec = parse_spec(doc, "fleet pairs")
+        root = campaign_folder(spec)
+        create_campaign(store, spec.name, spec.model_dump(mode="json", exclude_unset=True), str(root), executor, [])
+        root.mkdir(parents=True, exist_ok=True)
+        campaign = cls(store, spec, root, {n.name: n for n in nodes}, executor, ranks, backend)
+        campaign._write_plan()
+        return campaign
+
+    def run_round(self, pairs: list[Pair]) -> list[Measure]:
+        """Submit a round's tests, wait for them (one state query per poll), store what they
+        measured and read it back."""
+        from wirewise.orchestrator.campaign import dispatch, submission_for
+        from wirewise.orchestrator.campaign.folder import CampaignFolder
+        from wirewise.orchestrator.campaign.submit import Pin
+        from wirewise.orchestrator.executor.core import SubmissionRefused
+        from wirewise.orchestrator.store.campaigns import add_tasks
+
+        tasks = [self._task(pair) for pair in pairs]
+        add_tasks(self.store, self.name, tasks)
+        folder = CampaignFolder(self.root)
+        for task in tasks:
+            folder.write_task(task.spec)
+        self.tasks += tasks
+        self._write_plan()
+        pins = {t.spec.task_id: Pin.on(tuple(t.spec.hosts), self.nodes, self.spec.target.partition) for t in tasks}
+        submission = submission_for(self.spec, None, [(t.spec.task_id, 1) for t in tasks], self.executor, self.root, pins=pins)
+        try:
+            dispatch(self.store, self.name, submission, self.root, self.executor)
+        except SubmissionRefused as exc:
+            if len(self.tasks) == len(tasks):  # the first round: nothing ran, nothing stays
+                self._forget()
+                raise UserError(f"pair tests {self.name}: {exc}. Nothing was recorded") from None
+            raise UserError(f"pair tests {self.name}: {exc}; the tests so far stay in campaign {self.name}") from None
+        statuses = self._wait({t.spec.task_id for t in tasks})
+        return [self._measure(pair, task.spec.task_id, statuses[task.spec.task_id]) for pair, task in zip(pairs, tasks)]
+
+    def _task(self, pair: Pair):
+        from wirewise.orchestrator.campaign.plan import PlannedTask
+        from wirewise.workloads import Ranks
+
+        sweep = self.spec.workloads[0].collectives
+        ranks = Ranks(list(range(self.ranks)) if self.backend == "nccl" else [], self.ranks, self.backend)
+        spec = sweep.model_copy(update={"transport": "default"}).to_task(
+            ranks, campaign=self.name, nnodes=2, timeout_s=self.spec.target.timeout_s, hosts=sorted(pair),
+            labels={"placement": "pair", "transport": "default"})
+        return PlannedTask(spec, "pair", "default", 0)
+
+    def _wait(self, task_ids: set[str]) -> dict[str, str]:
+        from wirewise.orchestrator.campaign.track import campaign_status, collect_campaign
+
+        while True:
+            states = {t.task_id: t.status for t in campaign_status(self.store, self.name).tasks if t.task_id in task_ids}
+            if all(s not in ("running", "pending") for s in states.values()):
+                collect_campaign(self.store, self.name)
+                return states
+            time.sleep(POLL_S)
+
+    def _measure(self, pair: Pair, task_id: str, status: str) -> Measure:
+        """What the store holds for the test: its busbw at the size (out of place where both
+        forms were measured), or why it failed."""
+        from wirewise.orchestrator.fleet.standing import figure_of
+        from wirewise.orchestrator.store.fleet import pair_results
+
+        rows = [r for r in pair_results(self.store, campaign=self.name) if r.task_id == task_id]
+        row = figure_of([r for r in rows if r.op == self.spec.workloads[0].collectives.ops[0]])
+        if row is not None:
+            return Measure(pair, row.busbw_gbs)
+        error = next((r.error for r in rows if r.error), None) or f"the test ended {status} without a result"
+        return Measure(pair, None, error.splitlines()[0][:300])
+
+    def _forget(self) -> None:
+        import shutil
+
+        from wirewise.orchestrator.store.campaigns import forget_campaign
+
+        forget_campaign(self.store, self.name)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def cancel(self) -> None:
+        from wirewise.orchestrator.campaign import cancel_campaign
+
+        cancel_campaign(self.store, self.name)
+
+    def _write_plan(self) -> None:
+        from wirewise.atomic import write_json_atomic
+
+        import yaml
+
+        (self.root / "spec.yaml").write_text(yaml.safe_dump(self.spec.model_dump(mode="json", exclude_unset=True), sort_keys=False))
+        write_json_atomic(self.root / "plan.json", {"campaign": self.name, "node": None, "scope": "pairs",
+                                                    "tasks": [t.to_json() for t in self.tasks], "skipped": []})
+
+    def write_verdict(self, report: dict[str, Any]) -> None:
+        from wirewise.atomic import write_json_atomic
+
+        write_json_atomic(self.root / "verdict.json", report)
+
+
+__all__ = ["PairTest", "Verdict", "run_pair_tests"]

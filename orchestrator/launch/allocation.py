@@ -1,0 +1,94 @@
+"""What a job was given, read where it runs: the Slurm allocation (SLURM_*), the GPUs it may use
+(CUDA_VISIBLE_DEVICES, mapped to physical indices through SLURM_JOB_GPUS or NVML's UUIDs), this
+node's wiring, and whether the GPUs can run ranks at all.
+
+- Inside an allocation the job's GPUs are its own: all of them are candidates.
+- On a workstation (no CUDA_VISIBLE_DEVICES) the candidates are the GPUs NVML sees idle.
+- Inside the ranks `wirewise launch` started (its launch file, wirewise.launch) the GPUs, nodes
+  and wiring are the ones it chose: the ranks describe the job they are part of. Ranks started
+  otherwise (torchrun's WORLD_SIZE and LOCAL_WORLD_SIZE set) take their node's visible GPUs.
+- Without a driver there are no GPUs to run on: ranks run on the CPU (gloo). A test cluster's
+  fake GPUs (Slurm hands out character devices, CUDA_VISIBLE_DEVICES=0,1) are placed on the
+  wiring given with --topology-file, and CPU ranks stand in for them, as `campaign` runs do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from wirewise.errors import UserError
+from wirewise.launch import LAUNCH_FILE, LaunchFile, launch_dir, read_launch
+from wirewise.orchestrator.slurm.steps import SlurmJob, current_job
+from wirewise.topology import Topology, node_name, read_topology
+
+
+@dataclass(frozen=True)
+class Allocation:
+    slurm: SlurmJob | None
+    nodes: list[str]  # host names, node 0 first
+    topo: Topology | None  # this node's wiring: the file given, else NVML's; None where neither
+    live: bool  # a driver answers: ranks can run on the GPUs
+    candidates: list[int] | None  # physical GPUs the job may take; None: no wiring to name them by
+    candidates_source: str
+    ranks_per_node: int | None  # set inside running ranks: how many there are on each node
+
+
+def read_allocation(env: Mapping[str, str], topology_file: Path | None = None) -> Allocation:
+    slurm = current_job(env)
+    ranks = _running_ranks(env)
+    found = launch_dir(env)
+    if ranks is not None and found is not None and (found / LAUNCH_FILE).is_file():
+        return _launched(slurm, read_launch(found))
+    topo, live = _wiring(topology_file)
+    candidates, source = _candidates(env, topo, live, topology_file)
+    nodes = slurm.nodes if slurm is not None and slurm.nodes else [node_name(topo)]
+    if ranks is not None and ranks[1] != len(nodes):  # ranks started across machines without Slurm
+        nodes = [nodes[0], *(f"node{i}" for i in range(1, ranks[1]))]
+    return Allocation(slurm, nodes, topo, live, candidates, source, ranks[0] if ranks else None)
+
+
+def _launched(slurm: SlurmJob | None, launched: LaunchFile) -> Allocation:
+    """The allocation as `wirewise launch` left it for its ranks."""
+    topo = Topology.model_validate(launched.topology) if launched.topology else None
+    return Allocation(
+        slurm, launched.nodes, topo, launched.device == "cuda", launched.gpus or launched.assigned_gpus or None,
+        "wirewise launch (its launch file)", launched.processes_per_node,
+    )
+
+
+def _wiring(topology_file: Path | None) -> tuple[Topology | None, bool]:
+    """(the wiring, whether a driver answers here)."""
+    from wirewise.nvml import busy_gpus
+
+    if topology_file is not None:
+        return read_topology(topology_file), busy_gpus() is not None
+    try:
+        return read_topology(None), True
+    except UserError:  # no GPU or driver here: CPU ranks
+        return None, False
+
+
+def _candidates(env: Mapping[str, str], topo: Topology | None, live: bool, topology_file) -> tuple[list[int] | None, str]:
+    from wirewise.orchestrator.decide import free_gpus
+    from wirewise.orchestrator.slurm.gpus import visible_gpus
+
+    if topo is None:
+        return None, "no GPU wiring known here"
+    visible = visible_gpus(env)
+    if visible is None:
+        return free_gpus(topo.gpus, None, None, live)
+    outside = [gpu for gpu in visible if gpu >= topo.gpus]
+    if outside:
+        raise UserError(f"CUDA_VISIBLE_DEVICES names GPU {outside[0]}, which the wiring "
+                        f"({topology_file or 'NVML'}) does not have (GPUs 0-{topo.gpus - 1})")
+    return sorted(visible), "the job's GPUs (CUDA_VISIBLE_DEVICES)"
+
+
+def _running_ranks(env: Mapping[str, str]) -> tuple[int, int] | None:
+    """(ranks per node, nodes) inside ranks torchrun (or accelerate launch) started; None elsewhere."""
+    world, local = env.get("WORLD_SIZE", ""), env.get("LOCAL_WORLD_SIZE", "")
+    if world.isdigit() and local.isdigit() and int(local) >= 1:
+        return int(local), max(1, int(world) // int(local))
+    return None

@@ -1,0 +1,77 @@
+"""What the fleet stages read from the store: many nodes' wirings at once (fleet campaigns plan
+every node of a partition), and the collectives measured between two nodes (pair tests, and
+any other two-node measurement), which pair verdicts and placement across nodes read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.topology import NODE_FIELDS, node_wirings
+from wirewise.topology.model import Topology
+
+
+def node_topologies(store: Store, names: Iterable[str]) -> dict[str, Topology]:
+    """Each named node's wiring as last seen, in its own GPU numbering (what planning needs: the
+    pair matrix, GPU names, CPU affinity, NUMA and PCIe paths, not the node's UUIDs); a node
+    without a stored wiring is absent. One query, and one Topology per distinct numbering (a
+    thousand nodes of three types build three)."""
+    wanted = list(dict.fromkeys(names))
+    if not wanted:
+        return {}
+    built: dict[str, Topology] = {}
+    found: dict[str, Topology] = {}
+    for wiring in node_wirings(store, nodes=wanted):  # the most recently seen first
+        if wiring.node in found:
+            continue  # an older wiring of the same node
+        if "links" in wiring.details:
+            fields = {k: wiring.details[k] for k in NODE_FIELDS if k in wiring.details}
+            key = repr(fields)
+            if key not in built:
+                built[key] = Topology(**fields)
+        else:  # stored before nodes kept their own matrix: the wiring's
+            key = wiring.fingerprint
+            if key not in built:
+                built[key] = Topology.model_validate(wiring.parsed)
+        found[wiring.node] = built[key]
+    return found
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One collective measured between two nodes (one row of a two-node task)."""
+
+    campaign: str | None
+    task_id: str | None
+    nodes: tuple[str, str]  # in node-rank order
+    op: str | None  # None: the task failed before measuring
+    bytes: int | None
+    busbw_gbs: float | None
+    status: str
+    in_place: bool | None
+    device: str  # cpu | gpu
+    ended_at: datetime
+    error: str | None = None
+
+
+def pair_results(store: Store, campaign: str | None = None, nodes: Iterable[str] | None = None) -> list[PairResult]:
+    """Collective results of tasks that ran on exactly two nodes, newest first: every result of
+    one campaign, or every one naming any of `nodes`, or all."""
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        where = "" if campaign is None else f" AND campaign = {p(campaign)}"
+        rows = db.rows(
+            "SELECT campaign, task_id, nodes, op, bytes, busbw_gbs, status, in_place, gpu_count, ended_at, error "
+            f"FROM results WHERE workload = 'collective' AND node_count = 2{where} ORDER BY ended_at DESC, id DESC", p,
+        )
+    wanted = set(nodes) if nodes is not None else None
+    found = []
+    for name, task_id, pair, op, size, busbw, status, in_place, gpu_count, ended_at, error in rows:
+        pair, in_place, ended_at = d.json(pair), d.flag(in_place), d.when(ended_at)
+        if len(pair or []) != 2 or (wanted is not None and not wanted & set(pair)):
+            continue
+        found.append(PairResult(name, task_id, (pair[0], pair[1]), op, size, busbw, status, in_place,
+                                "cpu" if gpu_count == 0 else "gpu", ended_at, error))
+    return found

@@ -1,0 +1,166 @@
+"""The store's read path: SQL text run on the database driver's own connection, no SQLAlchemy.
+
+Why not SQLAlchemy here: a query command must start within 3x of `wirewise --help` (issue 21,
+item 10), and importing SQLAlchemy's Core alone costs about 100 ms, 1.7x a whole `--help` (60
+ms; both on the quiet 2-core machine, `python -X importtime`). Writes and migrations keep
+SQLAlchemy (schema.py, models.py, alembic); the reads are a dozen statements (results.py,
+topology.py, campaigns.py), written once for both databases. What differs between SQLite and
+PostgreSQL is Dialect's: placeholders, JSON fields, string aggregation, exact float text, NaN,
+and the values SQLite keeps as text (JSON, timestamps) or integers (booleans).
+
+A plain SQLite file URL (`sqlite:///PATH`, the default) is opened with the sqlite3 module and the
+pragmas every wirewise connection gets (sqlite_pragmas); any other URL (PostgreSQL, SQLite with
+query options) borrows a connection from the store's SQLAlchemy engine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+MMAP_BYTES = 4 << 30  # address space only; SQLite maps no more than the file holds
+_PLAIN_SQLITE = re.compile(r"^sqlite:///(?P<path>[^?#%]+)$")
+UPPERMOST = "\uffff"  # after every character of a name: `x >= prefix AND x < prefix + UPPERMOST` is "starts with"
+
+
+def sqlite_pragmas(busy_s: float) -> list[str]:
+    """What every SQLite connection of wirewise runs first (engine.py's module docstring says why)."""
+    return [
+        "PRAGMA journal_mode=WAL",
+        f"PRAGMA busy_timeout={int(busy_s * 1000)}",
+        "PRAGMA foreign_keys=ON",
+        "PRAGMA synchronous=NORMAL",
+        # Read pages straight from the OS cache instead of copying each through read(): a
+        # results query over a large history reads tens of thousands of rows at random
+        # (34,000 rows from the 1 GB store of tests/benchmarks/bench_results.py: 190 -> 131 ms
+        # through sqlite3 alone).
+        f"PRAGMA mmap_size={MMAP_BYTES}",
+    ]
+
+
+def plain_sqlite_path(url: str) -> str | None:
+    """The file of a `sqlite:///PATH` URL without query options (the sqlite3 module opens it as
+    SQLAlchemy would); None for any other URL."""
+    match = _PLAIN_SQLITE.match(url)
+    return match.group("path") if match else None
+
+
+def open_sqlite(path: str, busy_s: float):
+    """A sqlite3 connection in autocommit mode (the reader begins its own transaction)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
+    try:
+        for pragma in sqlite_pragmas(busy_s):
+            conn.execute(pragma)
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The SQL and the values that differ between SQLite and PostgreSQL."""
+
+    name: str  # sqlite | postgresql
+    placeholder: str  # the driver's paramstyle: qmark (sqlite3) or format (psycopg)
+
+    @property
+    def sqlite(self) -> bool:
+        return self.name == "sqlite"
+
+    def json_text(self, column: str, key: str) -> str:
+        """A JSON object's field as text (`key` is ours, never user input)."""
+        return f"json_extract({column}, '$.{key}')" if self.sqlite else f"({column} ->> '{key}')"
+
+    def gather(self, text: str, separator: str) -> str:
+        """A group's non-NULL texts joined by `separator`."""
+        return f"group_concat({text}, '{separator}')" if self.sqlite else f"string_agg({text}, '{separator}')"
+
+    def number(self, column: str) -> str:
+        """A float column with NaN as NULL: PostgreSQL stores NaN (where NaN = NaN holds);
+        SQLite has stored it as NULL already."""
+        return column if self.sqlite else f"NULLIF({column}, CAST('NaN' AS DOUBLE PRECISION))"
+
+    def exact_text(self, column: str) -> str:
+        """A float column as text that reads back as the same float, NULL where the value is
+        missing: SQLite's CAST keeps only 15 digits, its printf 17 (what a double needs) but
+        prints NULL as '0.0'; PostgreSQL's text is already the shortest exact form."""
+        if self.sqlite:
+            return f"CASE WHEN {column} IS NULL THEN NULL ELSE printf('%!.17g', {column}) END"
+        return f"CAST({self.number(column)} AS TEXT)"
+
+    # -- values ------------------------------------------------------------------------
+    def moment(self, value: datetime) -> Any:
+        """A timestamp as a parameter: SQLite holds the text SQLAlchemy's DateTime writes (the
+        wall time, microseconds always); PostgreSQL takes the datetime."""
+        if not self.sqlite:
+            return value
+        return (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
+                f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}")
+
+    def when(self, value: Any) -> datetime | None:
+        """A timestamp read back: SQLite's text parsed as SQLAlchemy parses it (no zone)."""
+        return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+    def json(self, value: Any) -> Any:
+        """A JSON column read back: text on SQLite, decoded already by psycopg."""
+        return json.loads(value) if isinstance(value, str) else value
+
+    def flag(self, value: Any) -> bool | None:
+        """A boolean read back: SQLite keeps 0 and 1."""
+        return None if value is None else bool(value)
+
+
+SQLITE = Dialect("sqlite", "?")
+POSTGRESQL = Dialect("postgresql", "%s")
+
+
+class Params:
+    """The parameters of one statement, in the order their placeholders are written."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.values: list[Any] = []
+
+    def __call__(self, value: Any) -> str:
+        self.values.append(value)
+        return self.dialect.placeholder
+
+    def each(self, values) -> str:
+        """A placeholder per value, for IN (...)."""
+        return ", ".join(self(value) for value in values)
+
+
+class Reader:
+    """One read transaction on a driver connection (Store.read)."""
+
+    def __init__(self, connection, dialect: Dialect) -> None:
+        self.connection = connection
+        self.dialect = dialect
+
+    def params(self) -> Params:
+        return Params(self.dialect)
+
+    def rows(self, sql: str, params: Params | None = None) -> list[tuple]:
+        cursor = self.connection.cursor()
+        try:
+            if params is None or not params.values:
+                cursor.execute(sql)
+            else:
+                cursor.execute(sql, params.values)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+
+    def column(self, sql: str, params: Params | None = None) -> list:
+        return [row[0] for row in self.rows(sql, params)]
+
+    def scalar(self, sql: str, params: Params | None = None) -> Any:
+        rows = self.rows(sql, params)
+        return rows[0][0] if rows else None
+
