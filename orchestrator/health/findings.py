@@ -15,7 +15,7 @@ from typing import Any
 
 REASON_PREFIX = "wirewise:"
 RULES = ("busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "nvlink-inactive",
-         "pcie-degraded", "wiring-changed", "task-failed")
+         "pcie-degraded", "wiring-changed", "task-failed", "pair-below-fleet")
 LIVE_RULES = ("nvlink-inactive", "pcie-degraded", "wiring-changed")  # read on the node itself (NVML)
 
 

@@ -162,10 +162,17 @@ def _confirm_by(rows: list[dict]) -> list[str]:
     """What would be repeated before the drain, in words."""
     from wirewise.orchestrator.health.findings import LIVE_RULES
 
+    from wirewise.orchestrator.health.pairs import is_pair
+    from wirewise.units import human_bytes
+
     said = []
     for row in rows:
         m = row["measurement"] or {}
-        if row["rule"] in LIVE_RULES:
+        if is_pair(row):
+            test = m["test"]
+            said.append(f"{row['rule']}: {test['op']} at {human_bytes(test['size'])} against a known-good node "
+                        f"({', '.join(m['partners']) or 'none known'})")
+        elif row["rule"] in LIVE_RULES:
             said.append(f"{row['rule']}: NVML read again on the node")
         elif m.get("params") is None:
             said.append(f"{row['rule']}: nothing to repeat (its results are gone): not drained")
@@ -189,15 +196,15 @@ def _confirm_and_drain(store, rules, claims, by_node, partition, timeout_s, rule
     for claim, run in zip(claims, runs):
         evidence = {v.finding_id: v.evidence for v in run.verdicts}
         said = "; ".join(evidence.values())
-        item = {"node": claim["node"], "reason": claim["reason"], "campaign": run.campaign, "repeat": said}
+        item = {"node": claim["node"], "reason": claim["reason"], "campaign": run.measured_by, "repeat": said}
         if run.outcome == FAILING:
             failing = [v.finding_id for v in run.verdicts if v.outcome == FAILING]
             confirm_findings(store, failing, {i: f"{_evidence(by_node[claim['node']], i)}; {evidence[i]}" for i in failing})
             beyond = " (beyond the guardrails, as --beyond-guardrails asked)" if claim["node"] in budget.passed_beyond else ""
-            apply_drain(store, claim, f"confirmed{beyond}: {said}", run.campaign)
+            apply_drain(store, claim, f"confirmed{beyond}: {said}", run.measured_by)
             report["drained"].append(item)
         elif run.outcome == PASSING:
-            clear_findings(store, [v.finding_id for v in run.verdicts], f"confirm: the repeat passed ({run.campaign or 'live'})")
+            clear_findings(store, [v.finding_id for v in run.verdicts], f"confirm: the repeat passed ({run.measured_by or 'live'})")
             set_outcome(store, claim["id"], "not-confirmed", f"the repeat passed: {said}")
             report["not_confirmed"].append(item)
         else:
@@ -294,10 +301,10 @@ def _retest(store, rules, states, todo, by_node, partition, timeout_s, rules_fil
     for run in runs:
         evidence = {v.finding_id: v.evidence for v in run.verdicts}
         said = "; ".join(evidence.values())
-        item = {"node": run.node, "reason": states[run.node].reason, "campaign": run.campaign, "reservation": run.reservation,
+        item = {"node": run.node, "reason": states[run.node].reason, "campaign": run.measured_by, "reservation": run.reservation,
                 "retest": said}
         if run.outcome == PASSING:
-            clear_findings(store, list(evidence), f"retest passed ({run.campaign or 'live'})")
+            clear_findings(store, list(evidence), f"retest passed ({run.measured_by or 'live'})")
             report["passed"].append(item)
         elif run.outcome == FAILING:
             confirm_findings(store, [v.finding_id for v in run.verdicts if v.outcome == FAILING], {})
@@ -306,7 +313,7 @@ def _retest(store, rules, states, todo, by_node, partition, timeout_s, rules_fil
             report["not_measured"].append(item)
         outcome = {PASSING: "passed", FAILING: "failed"}.get(run.outcome, "not-measured")
         record_action(store, run.node, "retest", outcome, who, states[run.node].reason, said,
-                      {"findings": [_finding_json(r) for r in by_node[run.node]], "verdicts": evidence}, run.campaign)
+                      {"findings": [_finding_json(r) for r in by_node[run.node]], "verdicts": evidence}, run.measured_by)
 
 
 # -- resume --------------------------------------------------------------------------------------

@@ -8,8 +8,10 @@ executor): the same op, sizes, GPUs, transport and run parameters as the results
 on, `repeats` times (the rules' repeats); its results are stored like any campaign's. The
 repeat falls when its median is below the finding's own floor at enough of its sizes (the
 floor the finding was judged by, so a re-test is judged as the finding was). A live finding
-(NVML) is read again by a job on the node (LiveCheck). A re-test runs inside the node's
-maintenance reservation.
+(NVML) is read again by a job on the node (LiveCheck). A pair test's finding is repeated by
+the same pair test of the node against a node known good in its run (PairCheck of
+wirewise.orchestrator.fleet.pairs; wirewise.orchestrator.health.pairs judges it). A re-test runs
+inside the node's maintenance reservation.
 
 Each node's verdict: `failing` (the fault showed again), `passing` (it did not), or
 `not-measured` (the run did not happen in time, or the measurement cannot be repeated):
@@ -53,7 +55,13 @@ class NodeRun:
     campaign: str | None = None
     live_job: str | None = None
     live_file: Path | None = None
+    pair_check: Any = None  # the PairCheck repeating its pair test's finding
     verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def measured_by(self) -> str | None:
+        """The campaign that repeated its measurements (the pair test's where that is all it ran)."""
+        return self.campaign or (self.pair_check.name if self.pair_check else None)
 
     @property
     def outcome(self) -> str:
@@ -71,6 +79,7 @@ def run_all(store, rules: Rules, runs: list[NodeRun], partition: str | None, tim
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     for run in runs:
         _submit(store, rules, run, partition, timeout_s, stamp, rules_file)
+    _submit_pairs(store, runs, partition, stamp)
     deadline = time.monotonic() + timeout_s
     _wait(store, runs, deadline)
     from wirewise.orchestrator.store.health import add_check
@@ -95,6 +104,25 @@ def _submit(store, rules: Rules, run: NodeRun, partition: str | None, timeout_s:
         _submit_campaign(store, run, spec)
     if live:
         _submit_live(store, run, name, partition, timeout_s, rules_file)
+
+
+def _submit_pairs(store, runs: list[NodeRun], partition: str | None, stamp: str) -> None:
+    """Each node's pair finding as one pair test against a known-good partner that takes work
+    and is not being judged itself; no partner: the finding is not measured."""
+    from wirewise.orchestrator.fleet.pairs import PairCheck
+    from wirewise.orchestrator.health.pairs import is_pair, pair_test, partner_for
+    from wirewise.orchestrator.slurm.states import node_states
+
+    wanted = [(run, next(f for f in run.findings if is_pair(f))) for run in runs if any(is_pair(f) for f in run.findings)]
+    if not wanted:
+        return
+    usable = {name for name, state in node_states(partition).items() if state.available}
+    busy = {run.node for run in runs}
+    for run, finding in wanted:
+        partner = partner_for(finding, busy, usable)
+        if partner is not None:
+            name = f"wirewise-{run.purpose}-{run.node}-{stamp}"[:58] + "-pairs"
+            run.pair_check = PairCheck(store, [(run.node, partner)], pair_test(finding), name, partition, run.reservation)
 
 
 def campaign_spec(name: str, run: NodeRun, measured: list[dict[str, Any]], rules: Rules, partition: str | None,
@@ -194,7 +222,8 @@ def _wait(store, runs: list[NodeRun], deadline: float) -> None:
 
     slurm = executor_named("slurm")
     while True:
-        campaigns = [r.campaign for r in runs if r.campaign and not campaign_status(store, r.campaign).done]
+        names = [r.campaign for r in runs if r.campaign] + [r.pair_check.name for r in runs if r.pair_check]
+        campaigns = [name for name in names if not campaign_status(store, name).done]
         jobs = [r.live_job for r in runs if r.live_job]
         live_going = [j for j, s in (slurm.states(jobs).items() if jobs else []) if s in (PENDING, RUNNING)]
         if not campaigns and not live_going:
@@ -207,8 +236,9 @@ def _wait(store, runs: list[NodeRun], deadline: float) -> None:
             break
         time.sleep(POLL_S)
     for run in runs:
-        if run.campaign:
-            collect_campaign(store, run.campaign)
+        for name in (run.campaign, run.pair_check.name if run.pair_check else None):
+            if name:
+                collect_campaign(store, name)
 
 
 # -- judging ------------------------------------------------------------------------------------
@@ -218,9 +248,13 @@ def _judge(store, run: NodeRun) -> list[Verdict]:
 
     new = facts(store, Filters(campaigns=(run.campaign,), include_cpu=True)) if run.campaign else []
     live = json.loads(run.live_file.read_text()) if run.live_file and run.live_file.exists() else None
+    from wirewise.orchestrator.health.pairs import is_pair
+
     verdicts = []
     for finding in run.findings:
-        if finding["rule"] in LIVE_RULES:
+        if is_pair(finding):
+            verdicts.append(_pair_verdict(finding, run.pair_check))
+        elif finding["rule"] in LIVE_RULES:
             verdicts.append(_live_verdict(finding, live))
         elif not (finding["measurement"] and finding["measurement"].get("params") is not None):
             verdicts.append(Verdict(finding["id"], NOT_MEASURED, "no measurement to repeat (the results it rests on are gone)"))
@@ -229,6 +263,16 @@ def _judge(store, run: NodeRun) -> list[Verdict]:
         else:
             verdicts.append(_measured_verdict(finding, [f for f in new if f["node"] == run.node]))
     return verdicts
+
+
+def _pair_verdict(finding: dict[str, Any], check) -> Verdict:
+    from wirewise.orchestrator.health.pairs import repeat_verdict
+
+    if check is None:
+        return Verdict(finding["id"], NOT_MEASURED, "no known-good partner takes work now to test it against")
+    [measure] = check.measures()
+    failing, evidence = repeat_verdict(finding, measure)
+    return Verdict(finding["id"], FAILING if failing else PASSING, evidence)
 
 
 def _live_verdict(finding: dict[str, Any], live: dict[str, Any] | None) -> Verdict:

@@ -56,6 +56,10 @@ class TaskRule(Rule):
     min_peers: int = Field(ge=1)
 
 
+class PairRule(Rule):
+    tolerance: float = Field(gt=0, lt=1)
+
+
 class RuleSet(BaseModel):
     model_config = Strict
     busbw_below_baseline: SizedDropRule = Field(alias="busbw-below-baseline")
@@ -65,6 +69,7 @@ class RuleSet(BaseModel):
     pcie_degraded: Rule = Field(alias="pcie-degraded")
     wiring_changed: Rule = Field(alias="wiring-changed")
     task_failed: TaskRule = Field(alias="task-failed")
+    pair_below_fleet: PairRule = Field(alias="pair-below-fleet")
 
     def enabled(self, name: str) -> bool:
         return getattr(self, name.replace("-", "_")).enabled

@@ -2,9 +2,10 @@
 drain with a reason, re-test inside a reservation, resume; slurmd's own HealthCheckProgram and
 Prolog running `wirewise doctor`; the guardrails; a node drained by hand left alone.
 
-Faults are planted for real where they can be: a rate limit (tc tbf) on a node's loopback
-slows the gloo ranks of its single-node collectives about 40x (the ranks of one node talk
-through its own namespace's lo). GPUs, drivers and NVML cannot exist here: a node's NVML is the
+Faults are planted for real where they can be: a rate limit (tc tbf) on a node's eth0 slows
+every pair test with it (tests/fleet/test_cluster.py), one on its loopback the gloo ranks of
+its single-node collectives about 40x (the ranks of one node talk through its own namespace's
+lo). GPUs, drivers and NVML cannot exist here: a node's NVML is the
 stand-in of tests/slurm/fake_node/pynvml.py, and an NVML fault (an inactive NVLink) is planted
 in its nvml-faults.json. Slurm, the jobs, the reservations, the drains and the database are real.
 
@@ -24,18 +25,19 @@ import pytest
 import yaml
 
 from tests.campaign.test_slurm import wait_for
-from tests.conftest import FIXTURES, WIREWISE, wirewise, wirewise_json
+from tests.conftest import WIREWISE, wirewise, wirewise_json
 from tests.slurm.fixture import cancel_jobs_under
 
 pytestmark = pytest.mark.multinode
-A100 = FIXTURES / "topo" / "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt"
-SLOW_LO = ("tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "200mbit", "burst", "1mbit", "latency", "100ms")
+# A node's own loopback (its single-node gloo ranks) or its link to the others (pair tests).
+SLOW = {"lo": ("tbf", "rate", "200mbit", "burst", "1mbit", "latency", "100ms"),
+        "eth0": ("tbf", "rate", "80mbit", "burst", "64kbit", "latency", "400ms")}
+PAIR_TEST = ["--bytes", "2M", "--iters", "3", "--warmup", "1", "--backend", "gloo", "--timeout", "120"]
 RULES = {  # one repeat per measurement (a task each) keeps the suite short
     "include_cpu": True, "repeats": 1,
     "rules": {"busbw-below-baseline": {"min_bytes": "4M", "max_drop": 0.9, "sigmas": 0}, "slower-than-peers": {"enabled": False}},
     "prolog": {"min_bytes": "4M", "max_bytes": "4M", "iters": 10, "warmup": 2, "backend": "gloo", "time_limit_s": 30},
 }
-SWEEP = {"ops": ["all_reduce"], "min_bytes": "4M", "max_bytes": "4M", "iters": 10, "warmup": 2}
 NVLINK_DOWN = {"inactive": {"1": [0]}}  # GPU 1's first NVLink
 
 
@@ -47,7 +49,7 @@ class Fleet:
         self.rules = folder / "rules.yaml"
         self.rules.write_text(yaml.safe_dump(RULES))
         self.hooks = cluster.state_dir / "hooks"
-        self.slowed: list[str] = []
+        self.slowed: list[tuple[str, str]] = []
 
     def ww(self, *args: str, **kw):
         return wirewise(*args, "--db", self.db, **kw)
@@ -59,24 +61,14 @@ class Fleet:
         for node in self.cluster.nodes:  # each node's wiring, as its own NVML reports it
             self.cluster.exec(node, WIREWISE, "topo", "save", "--db", self.db)
 
-    def campaign(self, name: str, node: str, repeats: int = 1) -> dict:
-        """A collective campaign on one node, watched to its end."""
-        spec = self.folder / f"{name}.yaml"
-        spec.write_text(yaml.safe_dump({
-            "name": name, "workloads": [{"collectives": SWEEP}], "axes": {"gpus": [2], "repeats": repeats},
-            "target": {"executor": "slurm", "partition": self.cluster.partition, "nodelist": node, "backend": "gloo",
-                       "time": "00:10:00", "folder": str(self.folder / name), "timeout_s": 120},
-        }))
-        self.json("campaign", "submit", str(spec), "--topology-file", str(A100), cwd=self.folder)
-        return self.json("campaign", "status", name, "--watch", "--interval", "1", timeout=300)
-
-    def slow(self, node: str) -> None:
-        self.cluster.exec(node, *SLOW_LO)
-        self.slowed.append(node)
+    def slow(self, node: str, dev: str = "lo") -> None:
+        self.cluster.exec(node, "tc", "qdisc", "add", "dev", dev, "root", *SLOW[dev])
+        self.slowed.append((node, dev))
 
     def unslow(self, node: str) -> None:
-        self.cluster.exec(node, "tc", "qdisc", "del", "dev", "lo", "root")
-        self.slowed.remove(node)
+        for slowed in [s for s in self.slowed if s[0] == node]:
+            self.cluster.exec(node, "tc", "qdisc", "del", "dev", slowed[1], "root")
+            self.slowed.remove(slowed)
 
     def fault(self, node: str, faults: dict | None) -> None:
         path = self.cluster.state_dir / "nodes" / node / "nvml-faults.json"
@@ -106,7 +98,7 @@ class Fleet:
             (self.hooks / name).unlink(missing_ok=True)
         for node in self.cluster.nodes:
             self.fault(node, None)
-        for node in list(self.slowed):
+        for node, _ in list(self.slowed):
             self.unslow(node)
         shown = subprocess.run(["scontrol", "show", "reservation"], capture_output=True, text=True).stdout
         for line in shown.splitlines():
@@ -138,26 +130,27 @@ def fleet(multinode, tmp_path, monkeypatch):
         fleet.undo()
 
 
-def test_a_slow_node_is_flagged_drained_retested_and_resumed(fleet):
-    """History: wwn1 measures the baseline of the wiring it shares with wwn2; wwn2's loopback is
-    then limited and its campaign flagged. drain: a dry run changes nothing; --apply repeats
-    the measurement (slow again) and drains with the reason in `sinfo -R`. retest fails while
-    the limit stays and passes once it is gone; each time the node is drained again after.
-    resume returns it to idle. Every step is in the audit trail, with who asked."""
-    assert fleet.campaign("healthy-wwn1", "wwn1", repeats=3)["counts"] == {"ok": 3}
-    fleet.slow("wwn2")
-    assert fleet.campaign("slow-wwn2", "wwn2")["counts"] == {"ok": 1}
-
-    flagged = fleet.ww("doctor", "--rules", str(fleet.rules), "--json")
+def test_a_slow_link_named_by_pair_tests_is_drained_retested_and_resumed(fleet):
+    """wwn2's link cut to 80 mbit/s with tc (as tests/fleet/test_cluster.py does): `fleet
+    pairs` names it and opens its finding. drain: a dry run changes nothing; --apply repeats
+    the pair test against a known-good node (slow again) and drains with the reason in `sinfo
+    -R`. retest (the pair test again, inside a reservation of wwn2 that lets the partner stay in
+    service) fails while the limit stays and passes once it is gone; the node is drained again
+    after each. resume returns it to idle. Every step is in the audit trail, with who asked."""
+    fleet.slow("wwn2", "eth0")
+    flagged = fleet.ww("fleet", "pairs", "--partition", fleet.cluster.partition, *PAIR_TEST, "--rules", str(fleet.rules),
+                       "--json", timeout=400)
     assert flagged.returncode == 1, flagged.stderr
-    [finding] = json.loads(flagged.stdout)["findings"]
-    assert (finding["node"], finding["check"]) == ("wwn2", "busbw-below-baseline")
-    assert finding["reason"].startswith("wirewise:busbw-below-baseline:all_reduce.busbw:-9")  # -9x.x%
+    verdict = json.loads(flagged.stdout)
+    assert verdict["bad_nodes"] == ["wwn2"] and sorted(verdict["known_good"]) == ["wwn1", "wwn3"]
+    [finding] = verdict["findings"]
+    assert finding["node"] == "wwn2" and finding["reason"].startswith("wirewise:pair-below-fleet:all_reduce.busbw:-9")
     status = {row["node"]: row for row in fleet.json("fleet", "status")}
-    assert (status["wwn2"]["verdict"], status["wwn1"]["verdict"]) == ("flagged", "healthy")
+    assert {n: status[n]["verdict"] for n in status} == {"wwn1": "healthy", "wwn2": "flagged", "wwn3": "healthy"}
 
     dry = fleet.json("fleet", "drain", "--rules", str(fleet.rules))
     assert [item["node"] for item in dry["would_drain"]] == ["wwn2"] and states()["wwn2"] == ("idle", None)
+    assert "against a known-good node (wwn1, wwn3)" in dry["would_drain"][0]["confirm_by"][0]
 
     drained = fleet.json("fleet", "drain", "--apply", "--rules", str(fleet.rules), timeout=400)
     assert [item["node"] for item in drained["drained"]] == ["wwn2"], drained
@@ -165,6 +158,7 @@ def test_a_slow_node_is_flagged_drained_retested_and_resumed(fleet):
 
     failed = fleet.json("fleet", "retest", "--apply", "--rules", str(fleet.rules), timeout=400)
     assert [item["node"] for item in failed["failed"]] == ["wwn2"], failed
+    assert "below the floor" in failed["failed"][0]["retest"]
     assert states()["wwn2"] == ("drained", finding["reason"])
     assert fleet.json("fleet", "resume", "--apply")["resumed"] == []
 
@@ -181,7 +175,7 @@ def test_a_slow_node_is_flagged_drained_retested_and_resumed(fleet):
     trail = [(a["action"], a["outcome"]) for a in row["actions"]]
     assert trail == [("drain", "drained"), ("retest", "failed"), ("retest", "passed"), ("resume", "resumed")]
     assert all(a["asked_by"].startswith("root@") for a in row["actions"])
-    assert row["actions"][1]["campaign"].startswith("wirewise-retest-wwn2-")
+    assert row["actions"][1]["campaign"].startswith("wirewise-retest-wwn2-") and row["actions"][1]["campaign"].endswith("-pairs")
 
 
 def test_slurmds_health_check_drains_a_faulty_node_in_time_and_leaves_healthy_ones(fleet):
