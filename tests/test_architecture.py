@@ -257,24 +257,58 @@ def test_executor_names_are_compared_only_inside_the_executors() -> None:
     assert not found, found
 
 
-def test_the_orchestrator_stages_form_no_cycle() -> None:
-    """Between the folders of orchestrator/ (placement, advise, decide, ...), imports inside
-    functions included: placement never reaches back into what builds on it."""
+# The orchestrator's folders in the order they build on each other (README, "How it works"):
+# a folder imports only folders of an earlier stage.
+STAGES = (
+    ("store", "slurm"),
+    ("executor", "placement", "record"),
+    ("advise", "run", "report"),
+    ("survey",),
+    ("campaign",),
+    ("fleet",),
+    ("health",),
+    ("decide",),
+    ("launch", "userjob"),
+    ("api",),
+    ("cli",),
+    ("__main__",),
+)
+STAGE_OF = {folder: rank for rank, folders in enumerate(STAGES) for folder in folders}
+
+
+def stage_of(module: str) -> str | None:
+    """'wirewise.orchestrator.placement.wiring' -> 'placement'; None outside the orchestrator."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "orchestrator" else None
+
+
+def out_of_order(files: dict[str, Path], known: dict[str, Path]) -> list[str]:
+    """'module imports target' for each import of an orchestrator folder by one of the same or
+    an earlier stage, and each folder missing from STAGES."""
+    wrong = []
+    for module, path in sorted(files.items()):
+        here = stage_of(module)
+        if here is None:
+            continue
+        if here not in STAGE_OF:
+            wrong.append(f"{module}: its folder {here!r} has no stage in STAGES")
+            continue
+        for target in sorted({resolve(name, known) for name in imports_of(path)} - {None}):
+            there = stage_of(target)
+            if there and there != here and STAGE_OF.get(there, len(STAGES)) >= STAGE_OF[here]:
+                wrong.append(f"{module} imports {target}")
+    return wrong
+
+
+def test_each_orchestrator_folder_imports_only_earlier_stages() -> None:
     known = modules()
+    assert out_of_order(known, known) == []
 
-    def stage(module: str) -> str | None:
-        parts = module.split(".")
-        return parts[2] if len(parts) > 2 and parts[1] == "orchestrator" else None
 
-    edges: dict[str, set[str]] = {}
-    for module, path in known.items():
-        for name in imports_of(path):
-            target = resolve(name, known)
-            if stage(module) and target and stage(target) and stage(target) != stage(module):
-                edges.setdefault(stage(module), set()).add(stage(target))
-
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in edges.get(start, ()))
-
-    assert not [s for s in edges if reaches(s, s, set())], edges
-    assert "advise" not in edges["placement"] and "placement" in edges["advise"]
+def test_an_import_against_the_stage_order_is_found(tmp_path: Path) -> None:
+    """The check above sees a planted import of a later stage, inside a function too."""
+    known = modules()
+    planted = tmp_path / "planted.py"
+    planted.write_text("def choose():\n    from wirewise.orchestrator.campaign.plan import plan_campaign\n")
+    found = out_of_order({"wirewise.orchestrator.placement.planted": planted}, known)
+    assert found == ["wirewise.orchestrator.placement.planted imports wirewise.orchestrator.campaign.plan"]
