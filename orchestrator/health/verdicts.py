@@ -16,17 +16,12 @@ from collections.abc import Iterable
 
 
 def keep_off(store, names: Iterable[str] | None = None) -> dict[str, str]:
-    from wirewise.orchestrator.slurm.command import SlurmError, available
-    from wirewise.orchestrator.slurm.states import node_states
+    from wirewise.orchestrator.slurm.states import states_if_slurm
     from wirewise.orchestrator.store.health import findings
 
     wanted = None if names is None else list(names)
     why: dict[str, str] = {}
-    try:  # no Slurm here (a laptop placing on stored wirings): the findings still count
-        states = node_states(nodes=wanted) if available("sinfo") and wanted != [] else {}
-    except SlurmError:
-        states = {}
-    for name, state in states.items():
+    for name, state in states_if_slurm(wanted).items():  # no Slurm here: the findings still count
         if not state.available:
             why[name] = f"{state.state} in Slurm ({state.reason or 'no reason'})"
     if store is not None:

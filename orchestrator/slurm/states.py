@@ -2,6 +2,7 @@
 maintenance reservations re-tests run in. Each is one command through the runner.
 
     node_states(partition)     `sinfo -N` (state, reason, who set it and when, partitions), by node
+    states_if_slurm(nodes)     the same, or {} where there is no Slurm to ask
     drain(node, reason)        `scontrol update NodeName=X State=DRAIN Reason=...` (`sinfo -R` shows it)
     resume(node)               `scontrol update NodeName=X State=RESUME`
     reserve(name, node, ...)   `scontrol create reservation ... Flags=MAINT,IGNORE_JOBS,FLEX`
@@ -84,6 +85,19 @@ def node_states(partition: str | None = None, nodes: list[str] | None = None) ->
     if nodes:
         args += ["-n", ",".join(nodes)]
     return parse_sinfo(slurm("sinfo", *args) or "")
+
+
+def states_if_slurm(nodes: list[str] | None = None) -> dict[str, NodeState]:
+    """node_states(), or {} where this machine has no Slurm (no sinfo, or no controller answers:
+    a laptop placing on stored wirings)."""
+    from wirewise.orchestrator.slurm.command import SlurmError, available
+
+    if not available("sinfo") or nodes == []:
+        return {}
+    try:
+        return node_states(nodes=nodes)
+    except SlurmError:
+        return {}
 
 
 def partition_nodes(states: dict[str, NodeState]) -> dict[str, list[str]]:

@@ -11,7 +11,8 @@ in its nvml-faults.json. Slurm, the jobs, the reservations, the drains and the d
 
 CPU ranks on this shared 2-core machine vary by up to 8x between runs (other work takes the
 cores), in a way no spread of three runs predicts, so the rules for these tests (RULES) flag a
-drop of more than 90% whatever the spread: the planted limit (about 40x) is far past it.
+drop of more than 90% whatever the spread, and a pair test below 10% of the fleet's median: the
+planted limits (about 40x on lo, 90x on eth0) are far past them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ SLOW = {"lo": ("tbf", "rate", "200mbit", "burst", "1mbit", "latency", "100ms"),
 PAIR_TEST = ["--bytes", "2M", "--iters", "3", "--warmup", "1", "--backend", "gloo", "--timeout", "120"]
 RULES = {  # one repeat per measurement (a task each) keeps the suite short
     "include_cpu": True, "repeats": 1,
-    "rules": {"busbw-below-baseline": {"min_bytes": "4M", "max_drop": 0.9, "sigmas": 0}, "slower-than-peers": {"enabled": False}},
+    "rules": {"busbw-below-baseline": {"min_bytes": "4M", "max_drop": 0.9, "sigmas": 0}, "slower-than-peers": {"enabled": False},
+              "pair-below-fleet": {"tolerance": 0.9}},  # the 80 mbit/s limit cuts a pair test about 90x
     "prolog": {"min_bytes": "4M", "max_bytes": "4M", "iters": 10, "warmup": 2, "backend": "gloo", "time_limit_s": 30},
 }
 NVLINK_DOWN = {"inactive": {"1": [0]}}  # GPU 1's first NVLink
