@@ -114,7 +114,7 @@ def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[
 
     rows = ok_results(store, ("node", "gpus", "params", "extra", *columns),
                       present=columns if present is None else present, fingerprint=topo.fingerprint, **equal)
-    wirings = node_wirings(store, topo.fingerprint)
+    wirings = links_by_node(store, topo.fingerprint)
     shapes: dict[tuple, str] = {}
     found = []
     for node, gpus, params, extra, *values in rows:
@@ -130,8 +130,9 @@ def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[
     return found
 
 
-def node_wirings(store, fingerprint: str) -> dict[str, tuple]:
-    """node -> (links, GPU names) of every node stored with this wiring (its latest row)."""
+def links_by_node(store, fingerprint: str) -> dict[str, tuple]:
+    """node -> (links, GPU names) of every node stored with this wiring (its latest row), from
+    the store's one wiring join."""
     from wirewise.orchestrator.store.topology import node_wirings as stored
 
     wirings: dict[str, tuple] = {}
