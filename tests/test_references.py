@@ -86,8 +86,13 @@ def modules(root: Path = ROOT) -> dict[str, Path]:
 
 
 @cache
+def parsed(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
+@cache
 def tree_of(path: Path) -> ast.Module:
-    return ast.parse(path.read_text())
+    return parsed(path.read_text())
 
 
 @cache
@@ -247,7 +252,7 @@ def python_texts(text: str) -> list[tuple[int, str]]:
     """(line, text) of each comment and docstring line of Python source."""
     found = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(text).readline)
              if tok.type == tokenize.COMMENT]
-    stack: list[ast.AST] = [ast.parse(text)]
+    stack: list[ast.AST] = [parsed(text)]
     while stack:  # statements only: a docstring is the first statement of a module, class or def
         node = stack.pop()
         body = getattr(node, "body", None)
@@ -338,3 +343,22 @@ def test_a_comment_citing_a_missing_name_is_found() -> None:
     ]
     document = "See `contract/gone.py`, [the plan](docs/gone.md), `wirewise.jobs.launch.run_task` and `plan.py`.\n"
     assert broken(document, "docs/planted.md") == ["docs/planted.md:1: contract/gone.py", "docs/planted.md:1: docs/gone.md"]
+
+
+def unreachable(tree: ast.Module) -> list[int]:
+    """Lines of statements that follow a return, raise, continue or break in the same block."""
+    lines = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list):
+                lines += [after.lineno for before, after in zip(body, body[1:])
+                          if isinstance(before, ast.Return | ast.Raise | ast.Continue | ast.Break)]
+    return lines
+
+
+def test_no_code_follows_a_return() -> None:
+    """Dead code of the simplest kind (issue 21 named `console().print(table)` after a `return`)."""
+    assert unreachable(parsed("def f():\n    return 1\n    print(1)\n")) == [3]
+    found = [f"{path.relative_to(ROOT)}:{line}" for path in modules().values() for line in unreachable(tree_of(path))]
+    assert not found, found
