@@ -150,7 +150,6 @@ def _list_table(rows):
         )
         table.add_row(*(Text(cell) for cell in cells))  # stored strings are data, never markup
     return table
-    console().print(table)
 
 
 @app.command()

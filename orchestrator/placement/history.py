@@ -115,7 +115,7 @@ def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[
     rows = ok_results(store, ("node", "gpus", "params", "extra", *columns),
                       present=columns if present is None else present, fingerprint=topo.history_fingerprints,
                       **equal)
-    wirings = node_wirings(store, topo)
+    wirings = links_by_node(store, topo)
     shapes: dict[tuple, str] = {}
     found = []
     for node, gpus, params, extra, *values in rows:
@@ -131,9 +131,10 @@ def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[
     return found
 
 
-def node_wirings(store, topo: Topology) -> dict[str, tuple]:
+def links_by_node(store, topo: Topology) -> dict[str, tuple]:
     """node -> (links, GPU names) of every node stored with this wiring's history fingerprints
-    (its latest row); a node stored without GPU names has the names `topo` was given."""
+    (its latest row), from the store's one wiring join; a node stored without GPU names has the
+    names `topo` was given."""
     from wirewise.orchestrator.store.topology import node_wirings as stored
 
     wirings: dict[str, tuple] = {}
