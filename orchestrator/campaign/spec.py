@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from wirewise.errors import UserError, field_path
 from wirewise.limits import (
-    MAX_NESTING, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_SPEC_BYTES, MAX_TASKS, MAX_TIME_MIN, read_bounded, too_deep,
+    MAX_GPU_INDEX, MAX_NESTING, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_SPEC_BYTES, MAX_TASKS, MAX_TIME_MIN, read_bounded, too_deep,
 )
 from wirewise.orchestrator.executor import EXECUTORS
 from wirewise.orchestrator.slurm.values import CONSTRAINT, FOLDER, NAME, NODELIST, TIME, WORD, Pattern
@@ -46,8 +46,9 @@ def _held_to(pattern: Pattern):
     """A pydantic check by one of Slurm's character sets (wirewise.orchestrator.slurm.values)."""
 
     def check(value: str) -> str:
-        if not pattern.regex.fullmatch(value):
-            raise ValueError(f"{value!r} is not {pattern.what}")
+        problem = pattern.problem(value)
+        if problem:
+            raise ValueError(f"{value!r} {'is ' if problem.startswith('not ') else ''}{problem}")
         return value
 
     return AfterValidator(check)
@@ -80,6 +81,8 @@ def _placement(value: Any) -> str | list[int]:
     if isinstance(value, str):
         return _one_of(value, PLACEMENTS)
     if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        if max(value) > MAX_GPU_INDEX:  # checked here, not only where a wiring is planned: CPU ranks plan none
+            raise ValueError(f"{value}: GPU index {max(value)} is past the largest a node has ({MAX_GPU_INDEX})")
         if len(set(value)) != len(value):
             raise ValueError(f"{value} names a GPU twice")
         return sorted(value)

@@ -50,8 +50,11 @@ def results(
     """Stored results that match, aggregated over repeats: median, min, max, count and spread."""
     from wirewise.orchestrator.report.aggregate import aggregate, parse_group_by
     from wirewise.orchestrator.report.query import parse_filters, resolve
+    from wirewise.errors import UserError
     from wirewise.orchestrator.store import Store
 
+    if json and csv:
+        raise UserError("--json and --csv: give one of them (both print every row, as JSON or as CSV)")
     filters = parse_filters(
         fabric=fabric, fingerprint=fingerprint, node=node, workload=workload, op=op, bytes=size, model=model,
         strategy=strategy, gpus=gpus, placement=placement, transport=transport, source=source, status=status,
