@@ -111,7 +111,7 @@ class Axes(BaseModel):
     gpus: list[GpuCount] = Field(default_factory=lambda: [2], min_length=1)
     placement: list[Placement] = Field(default_factory=lambda: ["packed"], min_length=1)
     transport: list[Transport] = Field(default_factory=lambda: ["default"], min_length=1)
-    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS, strict=True)  # strict: YAML's `true` is no count
 
     _unique = field_validator("gpus", "placement", "transport")(_once_each)
 
@@ -123,7 +123,7 @@ class AxesOverride(BaseModel):
     gpus: list[GpuCount] | None = Field(None, min_length=1)
     placement: list[Placement] | None = Field(None, min_length=1)
     transport: list[Transport] | None = Field(None, min_length=1)
-    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)
+    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS, strict=True)
 
     _unique = field_validator("gpus", "placement", "transport")(_once_each)
 

@@ -111,6 +111,16 @@ def host_name(value: str | None) -> str | None:
     return value
 
 
+def folder_path(value: str, option: str, example: str) -> Path:
+    """A folder option as typed: typer would turn '' into Path('.'), the current folder, so
+    the text is read and an empty one refused."""
+    if not value.strip():
+        from wirewise.errors import UserError
+
+        raise UserError(f"{option} '': give a folder, e.g. {option} {example}")
+    return Path(value)
+
+
 GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", callback=_gpu_memory, help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
 GpuNameOption = Annotated[str | None, typer.Option("--gpu-name", help="The GPUs' model as nvidia-smi -L prints it (e.g. 'NVIDIA H200'), for a saved matrix without names.")]
 

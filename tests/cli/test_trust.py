@@ -240,6 +240,8 @@ def test_a_closed_pipe_ends_results_quietly(tmp_path, db_url):
 
 
 HOSTILE_OPTIONS = {
+    "run --folder '' (typer reads it as the current folder)": (["run", "-k", "1", "--folder", "", "--", "true"],
+                                                              "--folder '': give a folder"),
     "--since an age past any date": (["results", "--since", "999999999999d"], "an age is at most"),
     "--since before year 1 in UTC": (["results", "--since", "0001-01-01T00:00+01:00"], "out of range in UTC"),
     "--since after year 9999 in UTC": (["compare", "node:a", "node:b", "--since", "9999-12-31T23:59-01:00"], "out of range in UTC"),
@@ -282,6 +284,10 @@ def test_the_op_filter_takes_imported_nccl_tests_ops(db_url):
 
 
 BAD_SPECS = {
+    "axes.repeats true (YAML's boolean, not a count)": (yaml.safe_dump({**SPEC, "axes": {"repeats": True}}).encode(),
+                                                         "axes.repeats: Input should be a valid integer"),
+    "iterations past any run": (yaml.safe_dump({**SPEC, "workloads": [{"collectives": {"ops": ["all_reduce"], "iters": 10**20}}]}).encode(),
+                                "less than or equal to 1000000"),
     "not UTF-8": (b"name: \xff\xfe\n", "not UTF-8 text (byte 6 is 0xff)"),
     "YAML nested 5,000 deep": (b"name: x\nworkloads: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested deeper than 100 levels"),
     "axes.repeats 10^23": (yaml.safe_dump({**SPEC, "axes": {"repeats": 10**23}}).encode(), "axes.repeats: Input should be less than or equal to 10000"),
