@@ -27,6 +27,7 @@ MAX_ARRAY_INDEX = 4_000_000  # a Slurm array index (MaxArraySize may not exceed 
 MAX_CPU_RANKS = 256  # CPU ranks (gloo) of one task on one machine
 MAX_NODES = 65_536  # nodes of one multi-node task: more than any cluster has
 MAX_REPEATS = 10_000  # axes.repeats
+MAX_ITERATIONS = 1_000_000  # iterations or steps of one benchmark (per size for collectives); nccl-tests runs use 20 to a few thousand
 MAX_TASKS = 100_000  # tasks one campaign plans
 MAX_NESTING = 100  # levels of mappings and lists in a spec, a result file or a config
 MAX_TIME_MIN = 365 * 24 * 60  # a Slurm time limit or a task timeout: a year, past any partition's MaxTime

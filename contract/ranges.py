@@ -79,10 +79,11 @@ def parse_ranges(text: str | None, kind: RangeKind = GPU_INDICES, option: str | 
 
 def _bounded(digits: str, kind: RangeKind, label: str) -> int:
     """The number, checked against the bounds on its text first (no 400-digit int is made)."""
-    if len(digits.lstrip("0")) > len(str(kind.largest)) or int(digits) > kind.largest:
+    significant = digits.lstrip("0") or "0"  # 5,000 zeros are 0, not a 5,000-digit int (Python refuses those)
+    if len(significant) > len(str(kind.largest)) or int(significant) > kind.largest:
         raise UserError(f"{label}: {digits[:20]}{'...' if len(digits) > 20 else ''} is past the largest "
                         f"{kind.noun.split(' ', 1)[1]} this takes ({kind.largest})")
-    value = int(digits)
+    value = int(significant)
     if value < kind.smallest:
         raise UserError(f"{label}: {value} is not {kind.noun} (the smallest is {kind.smallest})")
     return value

@@ -9,6 +9,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+RESULT_FILE = "result.json"  # a run folder's one result document: jobs.launch writes it, campaigns and collect read it
+
 
 def runs_root() -> Path:
     return Path(os.environ.get("WIREWISE_RUNS") or ".wirewise/runs")

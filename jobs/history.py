@@ -39,9 +39,8 @@ from typing import Any
 
 from wirewise.launch import DB_ENV, STRATEGY_ENV, LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
-from wirewise.runs import run_dir_name
+from wirewise.runs import RESULT_FILE, run_dir_name
 
-RESULT_FILE = "result.json"
 DEFAULT_WARMUP_STEPS = 2
 STORE_TIMEOUT_S = 120  # `wirewise collect` at the end of a job: a busy database is waited on this long
 STORE_DB_WAIT_S = "60"

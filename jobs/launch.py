@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.atomic import write_json_atomic
+from wirewise.runs import RESULT_FILE
 from wirewise.task import TaskSpec
 from wirewise.jobs.peers import Peers
 from wirewise.jobs.worker import rank_file
 from wirewise.jobs.records import build_records, gpu_pinning, node_topology, result_document
 
-RESULT_FILE = "result.json"
 FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
 POLL_S = 0.1
 

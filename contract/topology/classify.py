@@ -43,31 +43,31 @@ def _fabric_and_groups(counts: list[list[int]]) -> tuple[str, list[list[int]] | 
         return PCIE, [[i] for i in range(n)]
     if len(pair_counts) == 1:
         return NVLINK_ALL_TO_ALL, [list(range(n))]
-    components = _components(counts)
-    if len(components) > 1 and all(_is_clique(c, counts) for c in components):
-        return NVLINK_GROUPS, components
+    groups = [list(part) for part in components(range(n), lambda a, b: counts[a][b])]
+    if len(groups) > 1 and all(_is_clique(c, counts) for c in groups):
+        return NVLINK_GROUPS, groups
     return NVLINK_PARTIAL, None
 
 
-def _components(counts: list[list[int]]) -> list[list[int]]:
-    """Connected components of the NVLink graph, each sorted, ordered by their first GPU."""
-    n = len(counts)
-    seen: set[int] = set()
-    components = []
-    for start in range(n):
+def components(gpus, linked) -> list[tuple[int, ...]]:
+    """The connected components of `gpus` under the pairs `linked(a, b)`, each sorted, ordered
+    by their lowest member: NVLink groups here, and the parts of a GPU set that placement
+    (wirewise.orchestrator.placement.wiring) asks about."""
+    parts, seen = [], set()
+    for start in gpus:
         if start in seen:
             continue
-        stack, members = [start], []
         seen.add(start)
+        part, stack = [start], [start]
         while stack:
-            gpu = stack.pop()
-            members.append(gpu)
-            for peer in range(n):
-                if counts[gpu][peer] and peer not in seen:
-                    seen.add(peer)
-                    stack.append(peer)
-        components.append(sorted(members))
-    return components
+            a = stack.pop()
+            for b in gpus:
+                if b not in seen and linked(a, b):
+                    seen.add(b)
+                    part.append(b)
+                    stack.append(b)
+        parts.append(tuple(sorted(part)))
+    return parts
 
 
 def _is_clique(members: list[int], counts: list[list[int]]) -> bool:

@@ -89,9 +89,21 @@ class Topology(BaseModel):
 
     def with_gpu_model(self, name: str) -> Topology:
         """The same wiring with `name` for every GPU whose model is not known (its fingerprint
-        then matches what nodes probed with names stored)."""
+        then matches what nodes probed with names stored). Where a name was filled in, the
+        fingerprint it was known by stays in `details["fingerprint_unnamed"]`: what was
+        measured under it (a saved matrix, an imported log) is this wiring's history too."""
         fields = self.model_dump(include=set(type(self).model_fields))
-        return type(self)(**{**fields, "gpu_names": [known or name for known in self.gpu_names]})
+        named = [known or name for known in self.gpu_names]
+        if named != list(self.gpu_names):
+            fields["details"] = {**self.details, "fingerprint_unnamed": self.fingerprint}
+        return type(self)(**{**fields, "gpu_names": named})
+
+    @property
+    def history_fingerprints(self) -> tuple[str, ...]:
+        """The fingerprints this wiring's measurements are stored under: its own, and the one it
+        had before its GPU model was filled in (with_gpu_model)."""
+        before = self.details.get("fingerprint_unnamed")
+        return (self.fingerprint, before) if before and before != self.fingerprint else (self.fingerprint,)
 
     @property
     def nvlink_generation(self) -> int | None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from wirewise.limits import MAX_ITERATIONS
 from wirewise.registry import DEFAULT_OPS, OPS, OpName
 from wirewise.units import human_bytes, parse_size
 from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, UserError, make_task
@@ -59,8 +60,8 @@ class CollectiveParams(BaseModel):
     min_bytes: int = 1024**2  # -b
     max_bytes: int = 1024**3  # -e
     step_factor: int = Field(2, ge=2)  # -f
-    iters: int = Field(20, ge=1)  # -n: timed iterations per size
-    warmup: int = Field(5, ge=0)  # -w: untimed iterations per size
+    iters: int = Field(20, ge=1, le=MAX_ITERATIONS)  # -n: timed iterations per size
+    warmup: int = Field(5, ge=0, le=MAX_ITERATIONS)  # -w: untimed iterations per size
     dtype: Dtype = "float32"  # nccl-tests' default type is float
     check: bool = False  # -c: verify every size and count wrong elements
     transport: Transport = "default"  # recorded; the environment it implies is TRANSPORT_ENV[transport]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from wirewise import registry
 from wirewise.errors import UserError
+from wirewise.limits import MAX_ITERATIONS
 from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, make_task
 from wirewise.models import MODELS, check_data_kind, check_data_source, check_model_name, max_positions
 from wirewise.strategy import PRECISIONS
@@ -32,8 +33,8 @@ class TrainParams(BaseModel):
     engine: registry.EngineName = "native"
     micro_batch: int = Field(8, ge=1)  # samples per rank per step
     seq_len: int | None = Field(None, ge=2)  # language models; None: the model's default
-    steps: int = Field(10, ge=1)  # timed steady-state steps
-    warmup_steps: int = Field(2, ge=1)  # untimed; the last one also does the state accounting
+    steps: int = Field(10, ge=1, le=MAX_ITERATIONS)  # timed steady-state steps
+    warmup_steps: int = Field(2, ge=1, le=MAX_ITERATIONS)  # untimed; the last one also does the state accounting
     precision: Precision = "auto"
     compile: bool = False  # torch.compile the model (per layer under FSDP); fused AdamW on GPU
     lr: float = Field(1e-4, gt=0)

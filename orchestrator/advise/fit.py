@@ -114,7 +114,7 @@ def observations(store, topo) -> list[Observation]:
     if not rows:
         return []
     measured = {op: history.measured_by_shape(store, topo, op) for op in OPS}
-    wirings = history.node_wirings(store, topo.fingerprint)
+    wirings = history.links_by_node(store, topo)
     repeats: dict[tuple, list[float]] = {}
     for shape, (node, gpus, strategy, model, world, step_s, tokens_s, params, extra) in rows:
         params, extra = params or {}, extra or {}

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any
 from wirewise.atomic import write_json_atomic
 from wirewise.errors import UserError
 from wirewise.limits import MAX_RESULT_BYTES, MAX_SMALL_FILE_BYTES, read_bounded, read_head
+from wirewise.runs import RESULT_FILE
 
 if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
     from wirewise.task import TaskSpec
 
-RESULT = "result.json"
 OUTCOME = "outcome.json"
 CLAIM = ".claim"
 PLAN = "plan.json"
@@ -104,7 +104,7 @@ class CampaignFolder:
         return self.task_dir(task_id) / f"attempt{attempt}"
 
     def result_file(self, task_id: str, attempt: int) -> Path:
-        return self.attempt_dir(task_id, attempt) / RESULT
+        return self.attempt_dir(task_id, attempt) / RESULT_FILE
 
     def write_outcome(self, task_id: str, status: str, attempt: int) -> None:
         write_json_atomic(self.task_dir(task_id) / OUTCOME, {"status": status, "attempt": attempt})
@@ -139,7 +139,7 @@ class CampaignFolder:
             outcome = _read_outcome(os.path.join(folder, OUTCOME), MAX_SMALL_FILE_BYTES)
             if outcome is not None and outcome.get("attempt") == latest:
                 return outcome
-        found = _read_outcome(os.path.join(folder, f"attempt{latest}", RESULT), MAX_RESULT_BYTES)
+        found = _read_outcome(os.path.join(folder, f"attempt{latest}", RESULT_FILE), MAX_RESULT_BYTES)
         return None if found is None else {"status": found["status"], "attempt": latest}
 
 

@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from wirewise.errors import UserError, field_path
 from wirewise.limits import (
-    MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_TASKS, MAX_TIME_MIN,
+    MAX_GPU_INDEX, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_TASKS, MAX_TIME_MIN,
 )
 from wirewise.orchestrator.executor import EXECUTORS
 from wirewise.orchestrator.slurm.values import CONSTRAINT, FOLDER, NAME, NODELIST, TIME, WORD, Pattern
@@ -46,8 +46,9 @@ def _held_to(pattern: Pattern):
     """A pydantic check by one of Slurm's character sets (wirewise.orchestrator.slurm.values)."""
 
     def check(value: str) -> str:
-        if not pattern.regex.fullmatch(value):
-            raise ValueError(f"{value!r} is not {pattern.what}")
+        problem = pattern.problem(value)
+        if problem:
+            raise ValueError(f"{value!r} {'is ' if problem.startswith('not ') else ''}{problem}")
         return value
 
     return AfterValidator(check)
@@ -80,6 +81,8 @@ def _placement(value: Any) -> str | list[int]:
     if isinstance(value, str):
         return _one_of(value, PLACEMENTS)
     if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        if max(value) > MAX_GPU_INDEX:  # checked here, not only where a wiring is planned: CPU ranks plan none
+            raise ValueError(f"{value}: GPU index {max(value)} is past the largest a node has ({MAX_GPU_INDEX})")
         if len(set(value)) != len(value):
             raise ValueError(f"{value} names a GPU twice")
         return sorted(value)
@@ -108,7 +111,7 @@ class Axes(BaseModel):
     gpus: list[GpuCount] = Field(default_factory=lambda: [2], min_length=1)
     placement: list[Placement] = Field(default_factory=lambda: ["packed"], min_length=1)
     transport: list[Transport] = Field(default_factory=lambda: ["default"], min_length=1)
-    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS, strict=True)  # strict: YAML's `true` is no count
 
     _unique = field_validator("gpus", "placement", "transport")(_once_each)
 
@@ -120,7 +123,7 @@ class AxesOverride(BaseModel):
     gpus: list[GpuCount] | None = Field(None, min_length=1)
     placement: list[Placement] | None = Field(None, min_length=1)
     transport: list[Transport] | None = Field(None, min_length=1)
-    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)
+    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS, strict=True)
 
     _unique = field_validator("gpus", "placement", "transport")(_once_each)
 

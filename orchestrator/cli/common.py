@@ -90,7 +90,38 @@ ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="A regist
 BatchOption = Annotated[int, typer.Option("--batch-size", help="Micro-batch per GPU.")]
 SeqOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")]
 AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12 B/param (bf16 params+grads, fp32 moments); zero: 16 B/param (plus fp32 master).")]
-GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
+def _gpu_memory(value: float | None) -> float | None:
+    """--gpu-mem-gb checked as it is parsed, by the check the estimate uses, whether or not the
+    command goes on to need it (`run` without --model)."""
+    if value is not None:
+        from wirewise.orchestrator.advise.estimate import card_memory
+
+        card_memory(value, None)
+    return value
+
+
+def host_name(value: str | None) -> str | None:
+    """A node name typed to be stored (`topo save --node`, `import nccl-tests --node`): one
+    Slurm host name, as `wirewise run --node` takes (wirewise.orchestrator.slurm.values.HOST),
+    since the stored name is handed back to Slurm by `place --node`, `run` and fleet jobs."""
+    if value is not None:
+        from wirewise.orchestrator.slurm.values import HOST
+
+        HOST.check(value, "--node")
+    return value
+
+
+def folder_path(value: str, option: str, example: str) -> Path:
+    """A folder option as typed: typer would turn '' into Path('.'), the current folder, so
+    the text is read and an empty one refused."""
+    if not value.strip():
+        from wirewise.errors import UserError
+
+        raise UserError(f"{option} '': give a folder, e.g. {option} {example}")
+    return Path(value)
+
+
+GpuMemOption = Annotated[float | None, typer.Option("--gpu-mem-gb", callback=_gpu_memory, help="Memory of one GPU in GB (default: from the GPU's name, else probed).")]
 GpuNameOption = Annotated[str | None, typer.Option("--gpu-name", help="The GPUs' model as nvidia-smi -L prints it (e.g. 'NVIDIA H200'), for a saved matrix without names.")]
 
 

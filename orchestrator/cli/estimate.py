@@ -27,7 +27,7 @@ def estimate(
     from wirewise.orchestrator.store import Store
 
     result = estimate_memory(
-        model, gpus, [strategy] if strategy else None, batch_size, seq_len, accounting, gpu_mem_gb,
+        model, gpus, [strategy] if strategy is not None else None, batch_size, seq_len, accounting, gpu_mem_gb,
         gpu_name=gpu_name, store=Store.open_existing(db),
     )
     emit(result, json, print_estimate)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json, warn
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, host_name, print_json, warn
 
 app = command_group("Store results of other tools (nccl-tests).\n\nImported rows have the same form as wirewise's own, marked with their source.")
 
@@ -14,7 +14,7 @@ app = command_group("Store results of other tools (nccl-tests).\n\nImported rows
 def nccl_tests(
     log: Annotated[Path, typer.Argument(help="An nccl-tests *_perf output (stdout saved to a file).", show_default=False)],
     topology_file: Annotated[Path | None, typer.Option("--topology-file", help="`nvidia-smi topo -m` of the node it ran on: gives the rows its fingerprint.")] = None,
-    node: Annotated[str | None, typer.Option("--node", help="Node name to record (default: the first host in the log's Rank lines).")] = None,
+    node: Annotated[str | None, typer.Option("--node", callback=host_name, help="Node name to record (default: the first host in the log's Rank lines).")] = None,
     op: Annotated[str | None, typer.Option("--op", help="The collective, for old logs without a 'Collective test starting' line whose file name does not say.")] = None,
     transport: Annotated[str, typer.Option("--transport", help="How it ran, as `bench collectives --transport`: default, or pcie (it ran with NCCL_P2P_DISABLE=1). The log does not say.")] = "default",
     env: Annotated[list[str] | None, typer.Option("--env", metavar="KEY=VALUE", help="A variable it ran with (NCCL_ALGO, NCCL_PROTO, ...); repeat for more. Recorded like a native run's environment.")] = None,

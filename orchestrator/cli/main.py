@@ -130,10 +130,13 @@ def _click_exceptions() -> tuple[type, type, type]:
 
 def _error(message: str, exit_code: int) -> None:
     """The one error line. A value typed or stored at great length (a 5,000-digit number, a
-    10,000-character name) is shown by its two ends, so the line stays one readable line."""
+    10,000-character name) is shown by its two ends, so the line stays one readable line; a
+    message of several lines (a parser's reason with its position below it, as PyYAML gives
+    for a control character) is joined into one."""
     import re
     import sys
 
+    message = " ".join(part.strip() for part in message.splitlines() if part.strip())
     message = re.sub(r"\S{200,}", lambda m: f"{m[0][:60]}...({len(m[0])} characters)...{m[0][-20:]}", message)
     sys.stderr.write(f"wirewise: error: {message}\n")
     sys.exit(exit_code)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, print_json, print_tables
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, folder_path, print_json, print_tables
 
 app = command_group("Read stored results back: query, compare, report.")
 
@@ -50,8 +50,11 @@ def results(
     """Stored results that match, aggregated over repeats: median, min, max, count and spread."""
     from wirewise.orchestrator.report.aggregate import aggregate, parse_group_by
     from wirewise.orchestrator.report.query import parse_filters, resolve
+    from wirewise.errors import UserError
     from wirewise.orchestrator.store import Store
 
+    if json and csv:
+        raise UserError("--json and --csv: give one of them (both print every row, as JSON or as CSV)")
     filters = parse_filters(
         fabric=fabric, fingerprint=fingerprint, node=node, workload=workload, op=op, bytes=size, model=model,
         strategy=strategy, gpus=gpus, placement=placement, transport=transport, source=source, status=status,
@@ -146,13 +149,9 @@ def report(
     from wirewise.orchestrator.report.query import parse_filters
     from wirewise.orchestrator.store import Store
 
-    from wirewise.errors import UserError
-
-    if not out.strip():
-        raise UserError("--out '': give the folder for the report, e.g. --out report")
     filters = parse_filters(campaigns=campaign, fabric=fabric, fingerprint=fingerprint, node=node, source=source,
                             since=since, include_cpu=include_cpu)
-    written = write_report(Store(db), filters, Path(out))
+    written = write_report(Store(db), filters, folder_path(out, "--out", "report"))
     if json:
         print_json(written)
         return

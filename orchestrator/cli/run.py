@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from wirewise.orchestrator.cli.common import (
-    DbOption, GpuMemOption, GpuNameOption, JsonOption, ModelOption, TopologyFileOption, console, emit,
+    DbOption, GpuMemOption, GpuNameOption, JsonOption, ModelOption, TopologyFileOption, console, emit, folder_path,
 )
 
 
@@ -27,7 +27,7 @@ def run(
     partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition.")] = None,
     time_min: Annotated[int, typer.Option("--time", "-t", help="Time limit in minutes.")] = 60,
     cpus_per_task: Annotated[int | None, typer.Option("--cpus-per-task", "-c", help="CPUs for the job.")] = None,
-    folder: Annotated[Path, typer.Option("--folder", help="submitit's folder for the job's script and logs.")] = Path("wirewise-runs"),
+    folder: Annotated[str, typer.Option("--folder", help="submitit's folder for the job's script and logs.")] = "wirewise-runs",
     start_timeout: Annotated[float, typer.Option("--start-timeout", help="Seconds to wait for a shared job to start, to read back its GPUs.")] = 60.0,
     gpu_mem_gb: GpuMemOption = None,
     gpu_name: GpuNameOption = None,
@@ -39,7 +39,8 @@ def run(
 
     request = RunRequest(
         command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, node=node, partition=partition,
-        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder, start_timeout_s=start_timeout,
+        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder_path(folder, "--folder", "wirewise-runs"),
+        start_timeout_s=start_timeout,
     )
     emit(run_for(request, topology_file, db, gpu_mem_gb, gpu_name), json, print_run)
 

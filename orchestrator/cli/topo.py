@@ -5,7 +5,8 @@ from typing import Annotated
 import typer
 
 from wirewise.orchestrator.cli.common import (
-    ConstraintOption, DbOption, JsonOption, NodelistOption, PartitionOption, command_group, console, err_console, print_json,
+    ConstraintOption, DbOption, JsonOption, NodelistOption, PartitionOption, command_group, console, err_console, host_name,
+    print_json,
     scope_options,
 )
 
@@ -18,7 +19,7 @@ FromFileOption = Annotated[
         help="Read saved `nvidia-smi topo -m` output ('-' for stdin) instead of probing this machine.",
     ),
 ]
-NodeOption = Annotated[str | None, typer.Option("--node", help="Node name (default: this host's short name; needed with --from-file for slurm).")]
+NodeOption = Annotated[str | None, typer.Option("--node", callback=host_name, help="Node name (default: this host's short name; needed with --from-file for slurm).")]
 
 # Link classes from fast to slow: NVLink green (brighter with more links), PCIe paths
 # grey (one switch) through yellow (host bridge) to red (across sockets).
@@ -150,7 +151,6 @@ def _list_table(rows):
         )
         table.add_row(*(Text(cell) for cell in cells))  # stored strings are data, never markup
     return table
-    console().print(table)
 
 
 @app.command()

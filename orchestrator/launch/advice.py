@@ -150,8 +150,12 @@ def advise_job(
 
     env = os.environ if env is None else env
     shape = _shape(model, params, seq_len)
+    from wirewise.limits import MAX_RANKS
+
     if batch_size < 1 or (gpus is not None and gpus < 1):
         raise UserError("--batch-size and --gpus must be at least 1")
+    if gpus is not None and gpus > MAX_RANKS:  # before any list of that many ranks is made
+        raise UserError(f"--gpus {gpus}: give at most {MAX_RANKS} GPUs per node")
     named = _named_strategy(strategy, env, option)
     allocation = read_allocation(env, Path(topology_file) if topology_file else None)
     if cpu:

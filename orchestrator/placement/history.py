@@ -113,8 +113,9 @@ def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[
     from wirewise.orchestrator.store.results import ok_results
 
     rows = ok_results(store, ("node", "gpus", "params", "extra", *columns),
-                      present=columns if present is None else present, fingerprint=topo.fingerprint, **equal)
-    wirings = node_wirings(store, topo.fingerprint)
+                      present=columns if present is None else present, fingerprint=topo.history_fingerprints,
+                      **equal)
+    wirings = links_by_node(store, topo)
     shapes: dict[tuple, str] = {}
     found = []
     for node, gpus, params, extra, *values in rows:
@@ -130,13 +131,18 @@ def gpu_results(store, topo: Topology, columns: tuple[str, ...], present: tuple[
     return found
 
 
-def node_wirings(store, fingerprint: str) -> dict[str, tuple]:
-    """node -> (links, GPU names) of every node stored with this wiring (its latest row)."""
+def links_by_node(store, topo: Topology) -> dict[str, tuple]:
+    """node -> (links, GPU names) of every node stored with this wiring's history fingerprints
+    (its latest row), from the store's one wiring join; a node stored without GPU names has the
+    names `topo` was given."""
     from wirewise.orchestrator.store.topology import node_wirings as stored
 
     wirings: dict[str, tuple] = {}
-    for w in stored(store, fingerprints=[fingerprint]):
-        wirings.setdefault(w.node, (w.links, w.gpu_names))
+    for w in stored(store, fingerprints=topo.history_fingerprints):
+        names = w.gpu_names
+        if not any(names) and len(names) == len(topo.gpu_names):
+            names = list(topo.gpu_names)
+        wirings.setdefault(w.node, (w.links, names))
     return wirings
 
 

@@ -39,6 +39,7 @@ from functools import cached_property
 from itertools import combinations
 
 from wirewise.topology import Topology, hardware, labels
+from wirewise.topology.classify import components
 
 # Payload share of the line rate a ring all-reduce reaches: an NVLink's 25 GB/s carries ~20 with
 # the 128-byte payloads of SM copies (NCCL's maintainer, nccl-tests issue 149; NCCL's own graph
@@ -180,25 +181,6 @@ def _ring_bottleneck(members: tuple[int, ...], rate) -> float:
         if _has_ring(members, lambda a, b, t=t: rate(a, b) >= t):
             return t
     return dirac
-
-
-def components(gpus: tuple[int, ...], linked) -> list[tuple[int, ...]]:
-    """The components of the set under the pairs `linked(a, b)`, each sorted, by lowest member."""
-    parts, seen = [], set()
-    for start in gpus:
-        if start in seen:
-            continue
-        seen.add(start)
-        part, stack = [start], [start]
-        while stack:
-            a = stack.pop()
-            for b in gpus:
-                if b not in seen and linked(a, b):
-                    seen.add(b)
-                    part.append(b)
-                    stack.append(b)
-        parts.append(tuple(sorted(part)))
-    return parts
 
 
 def _has_ring(gpus: tuple[int, ...], joined) -> bool:

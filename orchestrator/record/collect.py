@@ -17,8 +17,8 @@ from wirewise.orchestrator.record.ingest import ingest_result_file
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.engine import DatabaseBusy, db_wait_s
 from wirewise.record import ResultRecord
+from wirewise.runs import RESULT_FILE
 
-RESULT_NAME = "result.json"
 RETRY_PAUSE_S = 2.0
 
 
@@ -39,7 +39,7 @@ def result_files(paths: list[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.extend(p for p in sorted(path.rglob(RESULT_NAME)) if not p.is_dir())
+            found.extend(p for p in sorted(path.rglob(RESULT_FILE)) if not p.is_dir())
         elif path.exists() or path.is_symlink():
             found.append(path)
         else:

@@ -128,7 +128,9 @@ _DEVICE = re.compile(
 _HEADER = re.compile(r"^#?\s*size\s+count\s+type\b")
 _AVERAGE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
-_FAILURE = re.compile(r"(?:(?P<host>[^\s:]+):\s+)?Test (?:NCCL |CUDA )?failure (?P<where>\S+) '(?P<why>[^']*)")
+# The host is at most 255 characters (a DNS name's bound): unbounded, the search backtracked
+# over every start of a long line without spaces, quadratic in its length (a 100 KB line: minutes).
+_FAILURE = re.compile(r"(?:(?P<host>[^\s:]{1,255}):\s+)?Test (?:NCCL |CUDA )?failure (?P<where>\S+) '(?P<why>[^']*)")
 _FAILURE_TRACE = re.compile(r"^\.\.\s+\S+\s+pid\s+\d+:\s+Test failure")
 _NCCL_LINE = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 _BINARY = re.compile(r"(?:^|[\s/=])([a-z_]+?)_perf(?:_mpi)?(?=\s+-)")

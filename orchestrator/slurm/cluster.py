@@ -7,8 +7,6 @@ from __future__ import annotations
 from wirewise.orchestrator.slurm.command import slurm
 from wirewise.ranges import ARRAY_INDICES, parse_ranges
 
-# sacct states after which an element runs no more
-ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default MaxArraySize
 
 

@@ -3,7 +3,7 @@
 gres.conf(5): `Links=` is one integer per GPU in device order (GPUs sorted by PCI bus id,
 the order NVML and nvidia-smi number them), the number of connections to that GPU, -1 for
 the GPU itself, 0 for none; a line with Links= holds a single File=. `Cores=` takes
-logical core indices, not CPU ids (see cpus.py).
+logical core indices, not CPU ids (see wirewise.topology.cpus).
 
 Seen on Slurm 22.05 (tests/topology/test_gres_slurm.py): cons_tres uses Links= only for
 GPUs that have Cores= and only for jobs asking `--gpus=N`; `--gres=gpu:N` takes the first

@@ -96,7 +96,7 @@ def hostnames(hostlist: str) -> list[str]:
     JobEnvironment reads SLURM_JOB_NODELIST with), after counting the names without expanding."""
     from submitit.slurm.slurm import SlurmParseException, _parse_node_list
 
-    if _host_count(hostlist) > MAX_HOSTS:
+    if host_count(hostlist) > MAX_HOSTS:
         raise UserError(f"node list {hostlist[:60]!r} names more than {MAX_HOSTS} nodes")
     try:
         return _parse_node_list(hostlist)
@@ -104,7 +104,7 @@ def hostnames(hostlist: str) -> list[str]:
         raise UserError(f"{hostlist[:60]!r} is not a Slurm node list such as gpu[01-04],gpu07") from None
 
 
-def _host_count(hostlist: str) -> int:
+def host_count(hostlist: str) -> int:
     """How many names a node list expands to: per comma-separated group (commas inside brackets
     belong to the brackets), the product of its brackets' sizes."""
     total = 0

@@ -36,10 +36,32 @@ class Pattern:
     regex: re.Pattern
     what: str  # "a Slurm node list such as gpu[01-04],gpu07": what a value should have been
 
-    def check(self, value: str, label: str) -> str:
+    def problem(self, value: str) -> str | None:
+        """Why `value` is refused (to follow the value in a message), or None."""
         if not isinstance(value, str) or not self.regex.fullmatch(value):
-            raise UserError(f"{label} {value!r}: not {self.what}")
+            return f"not {self.what}"
+        return None
+
+    def check(self, value: str, label: str) -> str:
+        problem = self.problem(value)
+        if problem:
+            shown = value[:60] if isinstance(value, str) and len(value) > 200 else value
+            raise UserError(f"{label} {shown!r}: {problem}")
         return value
+
+
+@dataclass(frozen=True)
+class NodeListPattern(Pattern):
+    """A node list is also held to how many names it expands to (counted, never expanded):
+    `gpu[01-99999999999]` would otherwise reach sbatch, which no cluster has the nodes for."""
+
+    def problem(self, value: str) -> str | None:
+        from wirewise.orchestrator.slurm.nodes import MAX_HOSTS, host_count
+
+        problem = super().problem(value)
+        if problem is None and host_count(value) > MAX_HOSTS:
+            problem = f"names more than {MAX_HOSTS:,} nodes"
+        return problem
 
 
 def _pattern(regex: str, what: str) -> Pattern:
@@ -50,7 +72,7 @@ NAME = _pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "a name of letters, digits, 
 JOB_NAME = _pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a job name of letters, digits, '.', '_' and '-' (at most 128)")
 WORD = _pattern(r"[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*", "a Slurm name (letters, digits, '.', '_', '-', commas)")
 CONSTRAINT = _pattern(r"[A-Za-z0-9._&|,*\[\]()!:-]+", "a Slurm --constraint expression (features joined by & | , [ ] *)")
-NODELIST = _pattern(r"[A-Za-z0-9._,\[\]-]+", "a Slurm node list such as gpu[01-04],gpu07")
+NODELIST = NodeListPattern(re.compile(r"[A-Za-z0-9._,\[\]-]+"), "a Slurm node list such as gpu[01-04],gpu07")
 HOST = _pattern(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})",
                 "a Slurm host name (letters, digits, '.', '-' and '_', starting with a letter or digit)")
 TIME = _pattern(r"(\d{1,6}-)?\d{1,9}(:\d{1,2}){0,2}", "a Slurm time limit: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]")

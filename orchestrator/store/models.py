@@ -1,6 +1,6 @@
-"""ORM classes mapped onto the tables of schema.py, for the tests and scripts that query a
-store with the ORM (`with store.session() as s: s.scalars(select(ResultRow))`). wirewise
-itself writes Core statements and reads through read.py: no command imports this module."""
+"""ORM classes mapped onto the tables of schema.py that the tests query with the ORM
+(`with store.session() as s: s.scalars(select(ResultRow))`). wirewise itself writes Core
+statements and reads through read.py: no command imports this module."""
 
 from __future__ import annotations
 
@@ -23,14 +23,6 @@ class TopologyRow(Base):
 
 class NodeTopologyRow(Base):
     __table__ = schema.NODE_TOPOLOGIES
-
-
-class CampaignRow(Base):
-    __table__ = schema.CAMPAIGNS
-
-
-class TaskRow(Base):
-    __table__ = schema.TASKS
 
 
 class ResultRow(Base):

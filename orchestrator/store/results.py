@@ -331,11 +331,15 @@ def too_long(row: dict) -> str | None:
 
 
 def ok_results(store: Store, columns: tuple[str, ...], present: tuple[str, ...] = (), **equal: Any) -> list[tuple]:
-    """The `columns` of every ok result whose columns `equal` the values given and whose
-    `present` columns hold a value (not NULL, not NaN); JSON columns decoded."""
+    """The `columns` of every ok result whose columns `equal` the values given (a tuple: any of
+    its values) and whose `present` columns hold a value (not NULL, not NaN); JSON columns
+    decoded."""
     with store.read() as db:
         d, p = db.dialect, db.params()
-        conditions = ["status = 'ok'", *(f"{name} = {p(value)}" for name, value in equal.items())]
+        conditions = ["status = 'ok'", *(
+            f"{name} IN ({p.each(value) or 'NULL'})" if isinstance(value, tuple) else f"{name} = {p(value)}"
+            for name, value in equal.items()
+        )]
         conditions += [f"{d.number(name) if name in NUMBER_COLUMNS else name} IS NOT NULL" for name in present]
         rows = db.rows(f"SELECT {', '.join(columns)} FROM results WHERE {_and(conditions)}", p)
     decode = [(d.json if name in JSON_COLUMNS else d.flag if name in FLAG_COLUMNS else None) for name in columns]

@@ -27,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the checkout's tests/ package
 
-from tests.benchmarks.bench_campaign import WIREWISE, timed  # noqa: E402
+from tests.benchmarks.bench_campaign import timed  # noqa: E402
 TOPO = ROOT / "tests" / "fixtures" / "topo"
 TYPES = {  # node type -> (its wiring, its GRES)
     "nvl": (TOPO / "synthetic-h200-nvl-8gpu-two-quads.txt", "gpu:h200:8(S:0-1)"),

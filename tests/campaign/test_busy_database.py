@@ -8,7 +8,6 @@ import os
 import sqlite3
 import subprocess
 import time
-from pathlib import Path
 
 from tests.conftest import WIREWISE, wirewise, wirewise_json
 

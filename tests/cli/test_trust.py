@@ -240,6 +240,8 @@ def test_a_closed_pipe_ends_results_quietly(tmp_path, db_url):
 
 
 HOSTILE_OPTIONS = {
+    "run --folder '' (typer reads it as the current folder)": (["run", "-k", "1", "--folder", "", "--", "true"],
+                                                              "--folder '': give a folder"),
     "--since an age past any date": (["results", "--since", "999999999999d"], "an age is at most"),
     "--since before year 1 in UTC": (["results", "--since", "0001-01-01T00:00+01:00"], "out of range in UTC"),
     "--since after year 9999 in UTC": (["compare", "node:a", "node:b", "--since", "9999-12-31T23:59-01:00"], "out of range in UTC"),
@@ -258,6 +260,14 @@ HOSTILE_OPTIONS = {
     "place --seq-len 0": (["place", "-k", "2", "-f", str(NVL_QUADS), "-m", "mistral-7b", "--seq-len", "0"], "--seq-len 0: give a whole number"),
     "place --gpu-mem-gb inf": (["place", "-k", "2", "-f", str(NVL_QUADS), "-m", "mistral-7b", "--gpu-mem-gb", "inf"], "--gpu-mem-gb must be positive"),
     "estimate --gpus 10^20": (["estimate", "-m", "mistral-7b", "--gpus", "99999999999999999999"], "at most 65536"),
+    # found by tests/cli/hostile_pass.py
+    "place --free of 5,000 zeros (a 5,000-digit int)": (["place", "-k", "2", "-f", str(NVL_QUADS), "--free", "0" * 5000],
+                                                         "2 GPUs asked for but only 1 free (0)"),
+    "estimate -s ''": (["estimate", "-m", "tiny-mistral", "-s", ""], "unknown strategy ''"),
+    "results --csv --json": (["results", "--csv", "--json"], "--json and --csv: give one of them"),
+    "topo save --node with a newline": (["topo", "save", "-f", str(NVL_QUADS), "--node", "gpu01\n#"], "not a Slurm host name"),
+    "import nccl-tests --node ''": (["import", "nccl-tests", str(FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"),
+                                     "--node", ""], "--node '': not a Slurm host name"),
 }
 
 
@@ -274,6 +284,10 @@ def test_the_op_filter_takes_imported_nccl_tests_ops(db_url):
 
 
 BAD_SPECS = {
+    "axes.repeats true (YAML's boolean, not a count)": (yaml.safe_dump({**SPEC, "axes": {"repeats": True}}).encode(),
+                                                         "axes.repeats: Input should be a valid integer"),
+    "iterations past any run": (yaml.safe_dump({**SPEC, "workloads": [{"collectives": {"ops": ["all_reduce"], "iters": 10**20}}]}).encode(),
+                                "less than or equal to 1000000"),
     "not UTF-8": (b"name: \xff\xfe\n", "not UTF-8 text (byte 6 is 0xff)"),
     "YAML nested 5,000 deep": (b"name: x\nworkloads: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested deeper than 100 levels"),
     "axes.repeats 10^23": (yaml.safe_dump({**SPEC, "axes": {"repeats": 10**23}}).encode(), "axes.repeats: Input should be less than or equal to 10000"),
@@ -284,6 +298,11 @@ BAD_SPECS = {
     "time of 400 days": (yaml.safe_dump({**SPEC, "target": {"time": "400-00:00:00"}}).encode(), "longer than 365 days"),
     "time 0 (Slurm: no limit)": (yaml.safe_dump({**SPEC, "target": {"time": "0:00"}}).encode(), "give at least a minute"),
     "a GPU count listed twice": (yaml.safe_dump({**SPEC, "axes": {"gpus": [2] * 100_000}}).encode(), "axes.gpus: 2 is listed twice"),
+    "a NUL (PyYAML's reason spans two lines)": (b"name: a\x00b\n", "control characters are not allowed in"),
+    "a placement past the largest GPU index": (yaml.safe_dump({**SPEC, "axes": {"placement": [[5000]]}}).encode(),
+                                               "GPU index 5000 is past the largest a node has (1023)"),
+    "a node list past 65,536 names": (yaml.safe_dump({**SPEC, "target": {"nodelist": "gpu[01-99999999999]"}}).encode(),
+                                      "target.nodelist: 'gpu[01-99999999999]' names more than 65,536 nodes"),
     "a model 10,000 characters long": (yaml.safe_dump({**SPEC, "workloads": [{"train": {"models": ["x" * 10_000], "strategies": ["ddp"]}}]}).encode(),
                                        "unknown model 'xxxxx"),
 }
@@ -478,3 +497,21 @@ def test_csv_cells_that_look_like_formulas_are_inert(tmp_path, db_url):
     assert sorted(row["node"] for row in rows) == sorted("'" + h if h[0] in "=+-@\t" else h for h in hostile)
     for line in out.splitlines()[1:]:
         assert all(cell.startswith('"') or cell[:1].isdigit() for cell in line.split(",") if cell)
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["launch", "--dry-run", "--cpu", "--model", "tiny-mistral", "--gpus", "99999999999999999999", "--", "train.py"],
+     "--gpus 99999999999999999999: give at most 65536 GPUs per node"),  # was an OverflowError traceback
+    (["run", "--whole-node", "-k", "2", "-f", str(NVL_QUADS), "--gpu-mem-gb", "nan", "--", "true"],
+     "--gpu-mem-gb must be positive"),  # was accepted: run without --model never read it
+])
+def test_options_found_by_the_hostile_pass(args, expected, tmp_path, db_url):
+    one_line_exit_2(wirewise(*args, cwd=tmp_path, env={"WIREWISE_DB": db_url}, timeout=QUICK), expected)
+
+
+def test_a_long_log_line_without_spaces_is_read_in_linear_time(tmp_path, db_url):
+    """nccl-tests' failure pattern backtracked over each start of such a line: 100 KB took
+    minutes (the timeout fails the test); now it is read at once and refused as no log."""
+    log = tmp_path / "deep.log"
+    log.write_text("[" * 200_000)
+    one_line_exit_2(wirewise("import", "nccl-tests", str(log), "--db", db_url, timeout=QUICK), "no nccl-tests result rows found")

@@ -86,7 +86,7 @@ HIJACK = 'open(__import__("os").path.join({folder!r}, "HIJACKED"), "a").write(__
 
 
 def _hostile_folder(root: Path) -> Path:
-    """A folder holding a `jobs` package, a `wirewise` package and `jobs.py`-style modules
+    """A folder holding a `jobs` package, a `wirewise` package and modules named as wirewise's own
     that each leave a HIJACKED file when imported (issue 10 item 7's reproduction)."""
     folder = root / "d"
     for package in ("jobs", "wirewise", "wirewise/jobs", "orchestrator", "contract"):

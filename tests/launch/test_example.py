@@ -26,7 +26,7 @@ QUICK = ["--batch-size", "2", "--seq-len", "16", "--steps", "6", "--lr", "3e-3"]
 
 
 def run_example(tmp_path: Path, db_url: str, *launch_args: str, cwd: Path | None = None):
-    """`wirewise launch ... -- finetune.py QUICK --report R`: (process, the report, the run folder)."""
+    """`wirewise launch ... -- docs/examples/finetune.py QUICK --report R`: (process, the report, the run folder)."""
     report = tmp_path / "report.json"
     env = no_slurm(WIREWISE_RUNS=str(tmp_path / "runs"), HF_HUB_OFFLINE="1")
     proc = wirewise("launch", "--model", "tiny-mistral", "--batch-size", "2", "--seq-len", "16", "--db", db_url,

@@ -47,8 +47,9 @@ def _without_times(value):
 
 @pytest.mark.parametrize("args", [
     ("topo", "list"),
-    ("place", "--node", "h100-a", "--gpus", "8", "--free", "0-7"),  # its wiring and measured history
-    ("place", "--node", "quad-a", "--gpus", "4"),  # the renumbered quads, in the node's own numbering
+    # its wiring and measured history (stored without GPU names: place asks for the model)
+    ("place", "--node", "h100-a", "--gpus", "8", "--free", "0-7", "--gpu-name", "NVIDIA H100 80GB HBM3"),
+    ("place", "--node", "quad-a", "--gpus", "4", "--gpu-name", "NVIDIA H200 NVL"),  # the renumbered quads, in the node's own numbering
     ("doctor", "--node", "h100-b"),
     ("compare", "node:h100-a", "node:h100-b"),
     ("results", "--fabric", "nvlink-all", "--group-by", "node,bytes,placement,in_place"),
@@ -90,7 +91,7 @@ def test_campaign_reads_and_writes(urls):
     )
 
     def task(key: str):
-        spec = SimpleNamespace(task_id=key, workload="collective", params={"ops": ["all_reduce"]}, gpus=[0, 1])
+        spec = SimpleNamespace(task_id=key, workload="collective", params={"ops": ["all_reduce"]}, gpus=[0, 1], hosts=())
         return SimpleNamespace(spec=spec, placement="packed", transport="default", repeat=0)
 
     answers = []

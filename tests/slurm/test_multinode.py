@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, WIREWISE, wirewise, wirewise_json
+from tests.conftest import FIXTURES, WIREWISE, wirewise_json
 from tests.slurm.fixture import cancel_jobs_under
 
 pytestmark = pytest.mark.multinode

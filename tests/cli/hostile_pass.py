@@ -1,0 +1,810 @@
+"""A hostile and careless pass over the surfaces of issue 22 and those added since: the installed
+`wirewise` console script run as a process, each input in its own folder with its own copy of a
+SQLite database, under `prlimit --as` (an unbounded expansion fails instead of eating the machine)
+and a timeout (a hang does not hold). Not collected by pytest (no test_ prefix):
+
+    .venv/bin/python tests/cli/hostile_pass.py [--json] [--only SURFACE] [--jobs N]
+
+Each input expects one class:
+- refused: exit 2, exactly one stderr line starting `wirewise: error:` (notes and warnings
+  aside), no traceback, and nothing half-written: the database's rows and the case folder's
+  files are as they were;
+- accepted: exit 0 or 1, no traceback, valid JSON on stdout where --json is given (no NaN or
+  Infinity).
+For every input: no planted file from an injection attempt appears, no job script handed to the
+stand-in `sbatch` holds an injected line, no Slurm command is on PATH (except the stand-in
+sbatch for `run`), and the process ends within its timeout.
+Prints one line per input that did not hold, then `tried N, held M` per surface and in total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parents[2]
+WIREWISE = str(Path(sys.executable).with_name("wirewise"))
+FIXTURES = REPO / "tests" / "fixtures"
+TOPO = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads-named.txt"
+NCCL_LOG = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+MEMORY = 2 * 1024**3  # bytes of address space each command may take
+SLURM = re.compile(r"^(s(batch|run|info|queue|acct|control|cancel|alloc|stat|prio|share|report|acctmgr|diag|trigger|view|"
+                   r"bcast|attach|crontab|h5util|ackd|lurmd|lurmctld|lurmdbd|lurmstepd))$")
+ERROR, ASIDE = "wirewise: error: ", ("wirewise: note: ", "wirewise: warning: ")
+FILE = "@"  # an argument "@name" is the case folder's file `name`
+
+
+@dataclass
+class Case:
+    surface: str
+    args: list[str]
+    expect: str  # "refused" or "accepted"
+    files: dict = field(default_factory=dict)  # name -> bytes | str | ("fifo",) | ("dir",) | ("link", target)
+    base: str = "full"  # "full" (results and a finished campaign) or "empty" (a migrated, empty database)
+    campaign: bool = False  # copy the campaign folder into the case folder
+    sbatch: bool = False  # the stand-in sbatch first on PATH
+    stdin: bytes | None = None
+    timeout: float = 40
+    check: Callable | None = None  # (proc, folder) -> problem or None
+    prepare: Callable | None = None  # (folder) -> None, after the files
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        text = " ".join(self.args)
+        if self.note:
+            text = f"{self.note}: {text}"
+        return text if len(text) <= 160 else text[:100] + " ... " + text[-50:]
+
+
+# -- the folder every command runs in ----------------------------------------------------------
+def system_path(root: Path) -> str:
+    """A bin folder with /usr/bin's commands less Slurm's, so no Slurm is reachable."""
+    sysbin = root / "sysbin"
+    sysbin.mkdir()
+    for name in os.listdir("/usr/bin"):
+        if not SLURM.match(name):
+            (sysbin / name).symlink_to(Path("/usr/bin") / name)
+    fake = root / "fakebin"
+    fake.mkdir()
+    (fake / "sbatch").write_text('#!/bin/sh\nfor a; do last="$a"; done\ncp "$last" "$CAPTURE/script-$$.sh"\n'
+                                 'echo "Submitted batch job 4242"\n')
+    (fake / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "scontrol").write_text("#!/bin/sh\necho 'MaxArraySize            = 1001'\n")
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    return str(sysbin)
+
+
+def environment(root: Path, folder: Path, sbatch: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WIREWISE_", "SLURM_"))}
+    bins = [str(Path(WIREWISE).parent), str(root / "sysbin")]
+    if sbatch:
+        bins.insert(0, str(root / "fakebin"))
+    env.update(PATH=os.pathsep.join(bins), WIREWISE_RUNS=str(folder / "runs"), CAPTURE=str(folder / "captured"),
+               WIREWISE_DB=f"sqlite:///{folder / 'wirewise.db'}", MARK=str(folder / "PWNED"), PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def run_process(args: list[str], cwd: Path, env: dict, stdin: bytes | None, timeout: float):
+    """(returncode or 'timeout', stdout, stderr): the process group is killed past the timeout."""
+    cmd = ["/usr/bin/prlimit", f"--as={MEMORY}", "--", WIREWISE, *args]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        code = "timeout"
+    try:  # a child left running (a local campaign's runner) is the case's too
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def make_files(folder: Path, files: dict) -> None:
+    for name, body in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(body, tuple):
+            kind = body[0]
+            if kind == "fifo":
+                os.mkfifo(path)
+            elif kind == "dir":
+                path.mkdir()
+            elif kind == "link":
+                path.symlink_to(body[1])
+            elif kind == "sparse":
+                with open(path, "wb") as fh:
+                    fh.truncate(body[1])
+        else:
+            path.write_bytes(body.encode() if isinstance(body, str) else body)
+
+
+def db_state(db: Path) -> str:
+    """A hash of every row of every table (empty string where there is no database)."""
+    if not db.exists():
+        return ""
+    digest = hashlib.sha256()
+    with sqlite3.connect(db) as conn:
+        tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        for table in tables:
+            rows = sorted(repr(r) for r in conn.execute(f'SELECT * FROM "{table}"'))
+            digest.update(f"{table}:{len(rows)}:".encode() + "\n".join(rows).encode())
+    return digest.hexdigest()
+
+
+def folder_state(folder: Path) -> set:
+    """Every file and folder under the case folder (no link followed), with sizes and times."""
+    seen = set()
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = Path(root) / name
+            rel = str(path.relative_to(folder))
+            if rel.startswith(("wirewise.db", "captured")):
+                continue
+            st = path.lstat()
+            seen.add((rel, st.st_mode >> 12, st.st_size if name in files else 0, st.st_mtime_ns if name in files else 0))
+    return seen
+
+
+def strict_json(text: str):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def judge(case: Case, code, out: str, err: str, folder: Path, before: tuple) -> str | None:
+    """What did not hold, or None."""
+    if code == "timeout":
+        return f"did not end within {case.timeout:g} s"
+    if "Traceback" in out + err:
+        return f"exit {code}, a traceback: {last_lines(err or out)}"
+    if (folder / "PWNED").exists() or Path("/tmp/PWNED").exists():
+        return f"exit {code}, a planted file appeared"
+    for script in (folder / "captured").glob("*.sh"):
+        for line in script.read_text(errors="replace").splitlines():
+            if "PWNED" in line or "--wrap" in line:
+                return f"exit {code}, the job script holds an injected line: {line!r}"
+    if code not in (0, 1, 2):
+        return f"exit {code} (killed or crashed): {last_lines(err)}"
+    if case.expect == "refused":
+        lines = [line for line in err.strip().splitlines() if not line.startswith(ASIDE)]
+        if code != 2:
+            return f"exit {code}, not 2: {last_lines(err or out)}"
+        if len(lines) != 1 or not lines[0].startswith(ERROR):
+            return f"exit 2 but stderr is not one error line: {last_lines(err, 3)}"
+        after = (db_state(folder / "wirewise.db"), folder_state(folder))
+        if after[0] != before[0]:
+            return f"refused ({lines[0][:120]}) but the database changed"
+        if after[1] != before[1]:
+            changed = sorted({entry[0] for entry in after[1] ^ before[1]})[:4]
+            return f"refused ({lines[0][:120]}) but the folder changed: {changed}"
+    else:
+        if code == 2:
+            return f"refused, expected accepted: {last_lines(err)}"
+        if "--json" in case.args:
+            try:
+                strict_json(out)
+            except ValueError as exc:
+                return f"exit {code}, --json output is not JSON ({exc}): {out[:120]!r}"
+    if case.check:
+        return case.check(code, out, err, folder)
+    return None
+
+
+def last_lines(text: str, n: int = 1) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-n:])[:300] or "(nothing on stderr)"
+
+
+# -- the base states, built once ----------------------------------------------------------------
+def collective(**fields) -> dict:
+    return {"workload": "collective", "op": "all_reduce", "bytes": 1024, "count": 256, "gpu_count": 2, "gpus": [0, 1],
+            "node": "n1", "fingerprint": "f" * 64, "fabric": "nvlink-groups", "time_us": 10.0, "algbw_gbs": 1.0,
+            "busbw_gbs": 1.0, "started_at": "2026-01-02T03:04:05+00:00", **fields}
+
+
+def train(**fields) -> dict:
+    return {"workload": "train", "model": "tiny-mistral", "strategy": "ddp", "gpu_count": 2, "gpus": [0, 1], "node": "n1",
+            "fingerprint": "f" * 64, "fabric": "nvlink-groups", "world_size": 2, "micro_batch": 2, "seq_len": 128,
+            "step_time_s": 0.5, "samples_per_s": 8.0, "tokens_per_s": 1024.0, "mfu": None,
+            "started_at": "2026-01-02T03:04:05+00:00", **fields}
+
+
+def results_doc(*records, topology=None) -> str:
+    return json.dumps({"records": list(records), "topology": topology})
+
+
+SEED = [collective(campaign="ca"), collective(campaign="ca", bytes=2048, count=512), collective(campaign="cb", node="n2"),
+        collective(campaign="cb", node="n2", bytes=2048, count=512), collective(node="=cmd|' /C calc'!A0"),
+        train(campaign="ca"), train(campaign="cb", node="n2", tokens_per_s=None), train(strategy="fsdp", status="oom"),
+        collective(node="[/]", busbw_gbs=0.01)]
+
+CAMPAIGN = {"name": "hp-c", "workloads": [{"collectives": {"ops": ["all_reduce"], "min_bytes": "1K", "max_bytes": "1K",
+                                                           "iters": 1, "warmup": 0}}],
+            "axes": {"gpus": [2], "repeats": 1}, "target": {"executor": "local", "timeout_s": 120}}
+
+
+def build_bases(root: Path) -> None:
+    env = environment(root, root / "empty", False)
+    for name in ("empty", "full"):
+        (root / name).mkdir()
+    db = f"sqlite:///{root / 'empty' / 'wirewise.db'}"
+    must(run_process(["db", "info", "--db", db], root / "empty", env, None, 120))
+    full = root / "full"
+    env = environment(root, full, False)
+    db = f"sqlite:///{full / 'wirewise.db'}"
+    (full / "seed").mkdir()
+    (full / "seed" / "result.json").write_text(results_doc(*SEED))
+    import yaml
+    (full / "seed" / "spec.yaml").write_text(yaml.safe_dump(CAMPAIGN))
+    must(run_process(["collect", str(full / "seed" / "result.json"), "--db", db], full, env, None, 120))
+    must(run_process(["import", "nccl-tests", str(NCCL_LOG), "--db", db], full, env, None, 120))
+    must(run_process(["topo", "save", "--from-file", str(TOPO), "--node", "n1", "--db", db], full, env, None, 120))
+    must(run_process(["campaign", "submit", str(full / "seed" / "spec.yaml"), "--db", db], full, env, None, 300))
+    shutil.rmtree(full / "seed")
+
+
+def must(result) -> None:
+    code, out, err = result
+    if code != 0:
+        raise SystemExit(f"setting up the base state failed (exit {code}):\n{out}\n{err}")
+
+
+def prepare_folder(root: Path, case: Case, folder: Path) -> None:
+    base = root / case.base
+    folder.mkdir()
+    (folder / "captured").mkdir()
+    with sqlite3.connect(base / "wirewise.db") as source, sqlite3.connect(folder / "wirewise.db") as copy:
+        source.backup(copy)
+    if case.campaign:
+        shutil.copytree(base / "runs", folder / "runs", symlinks=True)
+        with sqlite3.connect(folder / "wirewise.db") as conn:
+            conn.execute("UPDATE campaigns SET folder = replace(folder, ?, ?)", (str(base), str(folder)))
+    make_files(folder, case.files)
+    if case.prepare:
+        case.prepare(folder)
+
+
+def substitute(arg: str, folder: Path) -> str:
+    arg = arg.replace("{d}", str(folder)).replace("{mark}", str(folder / "PWNED"))
+    arg = arg.replace("{topo}", str(TOPO)).replace("{nccl}", str(NCCL_LOG))
+    return str(folder / arg[1:]) if arg.startswith(FILE) else arg
+
+
+def run_case(root: Path, index: int, case: Case) -> tuple[Case, str | None, float]:
+    try:
+        return try_case(root, index, case)
+    except Exception as exc:  # an input the pass itself cannot set up counts as not held, and is said
+        return case, f"the pass could not run it: {exc!r}", 0.0
+
+
+def try_case(root: Path, index: int, case: Case) -> tuple[Case, str | None, float]:
+    folder = root / "cases" / f"{index:04d}"
+    prepare_folder(root, case, folder)
+    args = [substitute(a, folder) for a in case.args]
+    env = environment(root, folder, case.sbatch)
+    before = (db_state(folder / "wirewise.db"), folder_state(folder))
+    start = time.monotonic()
+    code, out, err = run_process(args, folder, env, case.stdin, case.timeout)
+    took = time.monotonic() - start
+    try:
+        problem = judge(case, code, out, err, folder, before)
+    except Exception as exc:  # the judge itself must not end the pass
+        problem = f"judging failed: {exc!r}"
+    shutil.rmtree(folder, ignore_errors=True)
+    return case, problem, took
+
+
+# -- the inputs -----------------------------------------------------------------------------------
+def cases() -> list[Case]:
+    import yaml
+
+    out: list[Case] = []
+
+    def R(surface, *args, **kw):
+        out.append(Case(surface, list(args), "refused", **kw))
+
+    def A(surface, *args, **kw):
+        out.append(Case(surface, list(args), "accepted", **kw))
+
+    def spec(doc) -> str:
+        return doc if isinstance(doc, (str, bytes)) else yaml.safe_dump(doc)
+
+    def with_(path: str, value, doc=None):
+        doc = json.loads(json.dumps(doc or {**CAMPAIGN, "name": "hp-new"}))
+        keys = path.split(".")
+        node = doc
+        for key in keys[:-1]:
+            node = node[int(key)] if key.isdigit() else node.setdefault(key, {})
+        node[int(keys[-1]) if keys[-1].isdigit() else keys[-1]] = value
+        return doc
+
+    # ---- campaign plan: specs as files
+    S = "campaign plan"
+    plan = lambda body, *extra, expect=R, **kw: expect(S, "campaign", "plan", "@spec.yaml", *extra, "--json",
+                                                       files={"spec.yaml": spec(body)}, **kw)
+    plan(with_("name", "hp-new"), expect=A)
+    plan(with_("name", "hp-new"), "--topology-file", "{topo}", expect=A)
+    for body in ["name: [", "name: hp\n\tworkloads: []", "a: b: c", "", "null", "- a\n- b", "just a string", "{",
+                 "name: hp\nname: hp2\n", "%YAML 9.9\n---\nname: x", "? [a]\n: b", "*undefined_alias"]:
+        plan(body, note="bad YAML")
+    plan(b"\xff\xfe\x00n\x00a\x00m\x00e", note="non-UTF-8")
+    plan(b"name: \x80\x81\x82", note="non-UTF-8")
+    plan("name: a\x00b", note="NUL")
+    plan("\ufeff" + spec(with_("name", "hp-bom")), expect=A, note="BOM")
+    plan("[" * 5000 + "]" * 5000, note="deep list")
+    plan("a: " + "{a: " * 200 + "1" + "}" * 200, note="deep map")
+    plan("name: x\nworkloads:\n" + "".join("  " * i + "- \n" for i in range(1, 300)), note="deep block")
+    bomb = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+                                                    for p, c in zip("abcdefgh", "bcdefghi"))
+    plan(bomb, note="alias bomb")
+    plan("!!python/object/apply:os.system ['touch $MARK']", note="python tag")
+    plan("name: !!python/name:os.system x", note="python tag")
+    plan(spec(with_("name", "hp-x")) + "\n" + "# " + "x" * (2 * 1024**2), note="2 MiB spec")
+    for path, value in [("axes.repeats", 10**23), ("axes.repeats", -1), ("axes.repeats", 0), ("axes.repeats", 1.5),
+                        ("axes.repeats", ".inf"), ("axes.repeats", float("nan")), ("axes.repeats", True),
+                        ("axes.repeats", 10001), ("axes.gpus", [10**20]), ("axes.gpus", [-2]), ("axes.gpus", [0]),
+                        ("axes.gpus", []), ("axes.gpus", "2"), ("axes.gpus", [2] * 200000),
+                        ("axes.placement", [[0, 0]]), ("axes.placement", [[5000]]), ("axes.placement", [[-1]]),
+                        ("axes.placement", ["sideways"]), ("axes.transport", ["carrier-pigeon"]),
+                        ("name", "../x"), ("name", ""), ("name", "a b"), ("name", "ñame"), ("name", "$(touch $MARK)"),
+                        ("name", "x" * 500), ("name", "-rf"), ("name", "a\nb"), ("name", 12),
+                        ("workloads", []), ("workloads", [{}]), ("workloads", "all"),
+                        ("workloads.0.collectives.ops", ["bogus"]), ("workloads.0.collectives.ops", []),
+                        ("workloads.0.collectives.min_bytes", "1Q"), ("workloads.0.collectives.min_bytes", "-1K"),
+                        ("workloads.0.collectives.max_bytes", "99999999999999999999G"),
+                        ("workloads.0.collectives.max_bytes", 10**30), ("workloads.0.collectives.step_factor", 1),
+                        ("workloads.0.collectives.step_factor", 0), ("workloads.0.collectives.iters", 10**20),
+                        ("workloads.0.collectives.iters", -1), ("workloads.0.collectives.dtype", "float128"),
+                        ("workloads.0.train", {"models": ["tiny-mistral"], "strategies": ["ddp"]}),
+                        ("target.timeout_s", ".inf"), ("target.timeout_s", -1), ("target.timeout_s", 10**12),
+                        ("target.time", "99999999999999999999"), ("target.time", "-5"), ("target.time", "1:2:3:4:5"),
+                        ("target.executor", "bogus"), ("target.partition", "gpu\n#SBATCH --wrap=touch PWNED"),
+                        ("target.folder", "%j"), ("target.folder", "a\nb"), ("target.bogus", 1),
+                        ("target.nodes", 10**9), ("target.nodes", 0), ("target.tasks_per_element", 10**12),
+                        ("target.array_parallelism", -3), ("target.scope", "everything"), ("bogus", 1)]:
+        plan(with_(path, value), note=f"{path}={str(value)[:30]}")
+    plan(with_("workloads.0", {"train": {"models": ["../../etc/passwd"], "strategies": ["ddp"]}}))
+    plan(with_("workloads.0", {"train": {"models": ["tiny-mistral"], "strategies": ["zero4"]}}))
+    plan(with_("workloads.0", {"train": {"models": ["tiny-mistral"], "strategies": ["ddp"], "batch_size": 0}}))
+    plan(with_("name", "hp-new"), "--gpus", "99999999999999999999")
+    plan(with_("name", "hp-new"), "--gpus", "a")
+    plan(with_("name", "hp-new"), "--gpus", "0")
+    plan(with_("name", "hp-new"), "--gpus", "2,2", expect=A, note="each value once")
+    plan(with_("name", "hp-new"), "--topology-file", "/dev/zero")
+    plan(with_("name", "hp-new"), "--topology-file", "{d}")
+    plan(with_("name", "hp-new"), "--topology-file", "@nope.txt")
+    plan(with_("name", "hp-new"), "--name", "bad name")
+    plan(with_("name", "hp-new"), "--name", "$(touch {mark})")
+    plan(with_("name", "hp-new"), "--node", "nosuch")
+    R(S, "campaign", "plan", "@nope.yaml")
+    R(S, "campaign", "plan", "{d}")
+    R(S, "campaign", "plan", "@fifo.yaml", files={"fifo.yaml": ("fifo",)}, timeout=20)
+    R(S, "campaign", "plan", "@zero.yaml", files={"zero.yaml": ("link", "/dev/zero")}, timeout=20)
+    R(S, "campaign", "plan", "/dev/zero", timeout=20)
+    R(S, "campaign", "plan", "@big.yaml", files={"big.yaml": ("sparse", 3 * 1024**3)})
+    R(S, "campaign", "plan", "@loop.yaml", files={"loop.yaml": ("link", "loop.yaml")})
+
+    # ---- campaign submit (local only)
+    S = "campaign submit"
+    sub = lambda body, *extra, expect=R, **kw: expect(S, "campaign", "submit", "@spec.yaml", *extra,
+                                                      files={"spec.yaml": spec(body), **kw.pop("files", {})}, **kw)
+    sub(with_("name", "hp-d"), "--dry-run", "--json", expect=A)
+    sub(with_("name", "hp-d"), "--dry-run", "--executor", "slurm", "--topology-file", "{topo}", "--json", expect=A)
+    sub(CAMPAIGN, note="the name exists")
+    sub(with_("name", "hp-n"), "--executor", "bogus")
+    sub(with_("name", "hp-n"), "--executor", "slurm", "--topology-file", "{topo}", note="no sbatch")
+    sub(with_("target.folder", "."), files={"mine.txt": "mine"}, note="folder not empty")
+    sub(with_("target.folder", "{d}/a-file/c"), files={"a-file": "x"}, note="folder under a file")
+    sub(with_("target.folder", "{d}/runs/campaigns/hp-c"), campaign=True, note="another campaign's folder")
+    sub(with_("target.folder", "{d}/100%x"))
+    sub(with_("target.folder", "/proc/wirewise-x"))
+    sub(with_("axes.repeats", 10**23))
+    sub(with_("name", "hp-n"), "--gpus", "99999999999999999999")
+    sub(with_("name", "hp-n"), "--dry-run", "--executor", "slurm", "--node", "nosuch")
+    sub(with_("target.partition", "a;touch $MARK"), "--dry-run", "--executor", "slurm", "--topology-file", "{topo}")
+    sub(with_("target.nodelist", "gpu[01-99999999999]"), "--dry-run", "--executor", "slurm", "--topology-file", "{topo}")
+    sub(with_("target.constraint", "a`touch $MARK`"), "--dry-run", "--executor", "slurm", "--topology-file", "{topo}")
+    sub(with_("target.account", "$(touch $MARK)"), "--dry-run", "--executor", "slurm", "--topology-file", "{topo}")
+    sub(with_("name", "hp-run"), "--json", expect=A, timeout=150, note="a real local run")
+
+    # ---- campaign status/collect/resume/cancel/forget/list
+    S = "campaign follow"
+    for verb in ("status", "collect", "resume", "cancel", "forget"):
+        for name in ("nosuch", "", "../hp-c", "hp-c' OR '1'='1", "%", "x" * 5000, "ñ"):
+            R(S, "campaign", verb, name)
+    A(S, "campaign", "list", "--json")
+    A(S, "campaign", "status", "hp-c", "--json", campaign=True)
+    A(S, "campaign", "status", "hp-c", "--nodes", "--json", campaign=True)
+    A(S, "campaign", "collect", "hp-c", "--json", campaign=True)
+    A(S, "campaign", "forget", "hp-c", "--json", campaign=True)
+    A(S, "campaign", "forget", "hp-c", "--remove-results", "--json", campaign=True)
+    A(S, "campaign", "resume", "hp-c", "--json", campaign=True, note="nothing to resume")
+    A(S, "campaign", "cancel", "hp-c", "--json", campaign=True, note="nothing running")
+    for interval in ("inf", "nan", "0", "-1", "1e9", "abc", "86401"):
+        R(S, "campaign", "status", "hp-c", "--watch", "--interval", interval, campaign=True, timeout=20)
+    A(S, "campaign", "resume", "hp-c", "--max-attempts", "99999999999999999999", "--json", campaign=True, note="no limit")
+    for attempts in ("0", "-1", "x"):
+        R(S, "campaign", "resume", "hp-c", "--max-attempts", attempts, campaign=True)
+    folder = "runs/campaigns/hp-c"
+    for verb in ("status", "collect", "resume"):
+        R(S, "campaign", verb, "hp-c", campaign=True, prepare=lambda d: shutil.rmtree(d / folder), note="folder deleted")
+        R(S, "campaign", verb, "hp-c", campaign=True, prepare=lambda d: shutil.rmtree(d / folder / "tasks"),
+          note="tasks/ deleted")
+
+    def plant_outcome(body):
+        def prepare(d: Path) -> None:
+            (task,) = list((d / folder / "tasks").iterdir())[:1]
+            target = task / "outcome.json"
+            target.unlink(missing_ok=True)
+            make_files(task, {"outcome.json": body})
+        return prepare
+
+    for body, note in [("not json", "garbage"), ("[" * 100000 + "]" * 100000, "deep"), (("fifo",), "FIFO"),
+                       (("link", "/dev/zero"), "/dev/zero"), (b"\xff\xfe", "non-UTF-8"), ('{"status": "[/]"}', "markup"),
+                       ('{"status": NaN, "attempt": 1e999}', "NaN"), (("sparse", 10**6), "1 MB")]:
+        for verb in ("collect", "status"):
+            A(S, "campaign", verb, "hp-c", "--json", campaign=True, prepare=plant_outcome(body),
+              note=f"outcome.json {note}", timeout=30)
+        A(S, "campaign", "list", "--json", campaign=True, prepare=plant_outcome(body), note=f"outcome.json {note}")
+
+    def plant_pid(text):
+        def prepare(d: Path) -> None:
+            (d / folder / "local.pid").write_text(text)
+        return prepare
+
+    for text in ("1", "-1", "0", "abc", "99999999999999999999", "", "\x00"):
+        A(S, "campaign", "cancel", "hp-c", "--json", campaign=True, prepare=plant_pid(text), note=f"local.pid {text!r}")
+    def plant_bystander(d: Path) -> None:
+        bystander = subprocess.Popen(["sleep", "120"], start_new_session=True)
+        (d / "bystander").write_text(str(bystander.pid))
+        (d / folder / "local.pid").write_text(str(bystander.pid))
+
+    def bystander_lives(code, out, err, d: Path) -> str | None:
+        pid = int((d / "bystander").read_text())
+        alive = os.waitpid(pid, os.WNOHANG) == (0, 0)
+        if alive:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        if not alive:
+            return "an unrelated process whose pid local.pid held was signalled"
+        if '"running"' in out:
+            return "an unrelated process is read as the campaign's run"
+        return None
+
+    for verb in ("cancel", "status"):
+        A(S, "campaign", verb, "hp-c", "--json", campaign=True, prepare=plant_bystander, check=bystander_lives,
+          note="local.pid of an unrelated process")
+
+    # ---- place
+    S = "place"
+    p = lambda *a, expect=R, **kw: expect(S, "place", *a, **kw)
+    p("-k", "2", "-f", "{topo}", "--json", expect=A)
+    p("-k", "4", "-f", "{topo}", "--policy", "spread", "--json", expect=A)
+    p("-k", "2", "-f", "{topo}", "--free", "4-7", "--json", expect=A)
+    p("-k", "2", "-f", "{topo}", "-m", "tiny-mistral", "--json", expect=A)
+    p("-k", "2", "--node", "n1", "--json", expect=A)
+    for k in ("0", "-1", "99999999999999999999", "9", "x", "1e3", ""):
+        p("-k", k, "-f", "{topo}")
+    for free in ("0-99999999999", "a", "-1", "0-", "", "7-0", "0,,1", "0" * 5000, "1;touch {mark}", "0x1"):
+        p("-k", "2", "-f", "{topo}", "--free", free)
+    for policy in ("bogus", "0,0", "0,99", "0-99999999999", "", "[/]"):
+        p("-k", "2", "-f", "{topo}", "--policy", policy)
+    for topo, files in [("/dev/zero", {}), ("{d}", {}), ("@nope", {}), ("@fifo", {"fifo": ("fifo",)}),
+                        ("@bin", {"bin": b"\xff\xfe\x00GPU0"}), ("@empty", {"empty": ""}),
+                        ("@junk", {"junk": "GPU0 GPU1\nGPU0 X NV4\n"}), ("@huge", {"huge": "GPU0\tX\n" * 200000}),
+                        ("@wide", {"wide": "\t" + "\t".join(f"GPU{i}" for i in range(300)) + "\n" + "".join(
+                            f"GPU{i}\t" + "\t".join("X" if i == j else "NV1" for j in range(300)) + "\n"
+                            for i in range(300))})]:
+        p("-k", "2", "-f", topo, files=files, timeout=60)
+    for opt, value in [("--gpu-mem-gb", "nan"), ("--gpu-mem-gb", "inf"), ("--gpu-mem-gb", "-1"), ("--gpu-mem-gb", "0"),
+                       ("--seq-len", "0"), ("--seq-len", "-1"), ("--seq-len", "99999999999999999999"),
+                       ("--batch-size", "0"), ("--batch-size", "99999999999999999999"), ("--accounting", "bogus"),
+                       ("-m", "../../etc"), ("-m", "nosuch-model"), ("-m", "{d}"), ("--gpu-name", "[/]$(touch {mark})"),
+                       ]:
+        extra = ["-m", "tiny-mistral"] if opt in ("--seq-len", "--batch-size", "--accounting", "--gpu-mem-gb") else []
+        p("-k", "2", "-f", "{topo}", *extra, opt, value)
+    p("-k", "2", "-f", "{topo}", "--node", "nosuch", "--json", expect=A, note="the file gives the wiring")
+    p("-k", "2", "--node", "nosuch")
+    p("-k", "99999999999999999999", "--across-nodes")
+    p("-k", "0", "--across-nodes")
+
+    # model configs, shared by place and estimate
+    configs = {
+        "up.json": json.dumps({"model_type": "../../etc", "hidden_size": 64}),
+        "short.json": json.dumps({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2}),
+        "deep.json": "[" * 100000 + "]" * 100000,
+        "nan.json": '{"model_type": "mistral", "hidden_size": NaN, "num_hidden_layers": 2, "vocab_size": 10}',
+        "inf.json": '{"model_type": "mistral", "hidden_size": 1e999, "num_hidden_layers": 2, "vocab_size": 10}',
+        "huge.json": json.dumps({"model_type": "mistral", "hidden_size": 10**30, "num_hidden_layers": 10**30,
+                                 "vocab_size": 10**30, "intermediate_size": 10**30}),
+        "neg.json": json.dumps({"model_type": "mistral", "hidden_size": -64, "num_hidden_layers": 2, "vocab_size": 10}),
+        "str.json": json.dumps({"model_type": "mistral", "hidden_size": "64", "num_hidden_layers": 2, "vocab_size": 10}),
+        "list.json": "[1, 2]",
+        "bin.json": b"\xff\xfe{}",
+        "fifo.json": ("fifo",),
+        "zero.json": ("link", "/dev/zero"),
+        "big.json": ("sparse", 17 * 1024**2),
+        "dir.json": ("dir",),
+    }
+    for name, body in configs.items():
+        R("place", "place", "-k", "2", "-f", "{topo}", "-m", f"@{name}", files={name: body}, timeout=60, note="config")
+        R("estimate", "estimate", "-k", "2", "-m", f"@{name}", files={name: body}, timeout=60, note="config")
+
+    # ---- estimate
+    S = "estimate"
+    e = lambda *a, expect=R, **kw: expect(S, "estimate", *a, **kw)
+    e("-m", "tiny-mistral", "-k", "2", "--json", expect=A)
+    e("-m", "mistral-7b", "-k", "8", "--gpu-name", "NVIDIA H200", "--json", expect=A)
+    e("-m", "tiny-mistral", "-k", "2", "-s", "zero3", "--gpu-mem-gb", "80", "--json", expect=A)
+    for opt, value in [("-k", "0"), ("-k", "-1"), ("-k", "99999999999999999999"), ("-k", "65537"), ("-s", "zero4"),
+                       ("-s", ""), ("--batch-size", "0"), ("--batch-size", "-1"), ("--batch-size", "99999999999999999999"),
+                       ("--seq-len", "0"), ("--seq-len", "99999999999999999999"), ("--accounting", "x"),
+                       ("--gpu-mem-gb", "nan"), ("--gpu-mem-gb", "inf"), ("--gpu-mem-gb", "-80"), ("--gpu-mem-gb", "1e400"),
+                       ]:
+        e("-m", "tiny-mistral", opt, value)
+    for name in ("[/]", "NVIDIA Z9000"):  # a name whose memory is not known: the fit is not judged
+        e("-m", "tiny-mistral", "--gpu-name", name, "--json", expect=A)
+    for model in ("", "../../etc/passwd", "nosuch", "$(touch {mark})", "/dev/zero", "x" * 5000):
+        e("-m", model, timeout=60)
+
+    # ---- run (a stand-in sbatch that keeps the script; never a real Slurm)
+    S = "run"
+    r = lambda *a, expect=R, **kw: expect(S, "run", "--whole-node", "-k", "2", "-f", "{topo}", *a, sbatch=True, **kw)
+    r("--node", "gpu01", "-p", "gpu", "--json", "--", "true", expect=A)
+    r("--json", "--", "sh", "-c", "touch {mark}", expect=A, note="a shell command as a list, not run here")
+    r("--json", "--", "$(touch {mark})", "`touch {mark}`", ";touch {mark}", expect=A)
+    for opt, value in [("--node", "gpu01\ntouch {mark}\n#"), ("--node", "gpu01;touch {mark}"), ("--node", "$(touch {mark})"),
+                       ("--node", "gpu[01-99999999999]"), ("--node", ""), ("--node", "-x"), ("--node", "a" * 5000),
+                       ("--node", "gpü01"),
+                       ("-p", "gpu\n#SBATCH --wrap=touch {mark}"), ("-p", "gpu --wrap=x"), ("-p", ""), ("-p", "a b"),
+                       ("--folder", "jobs\ntouch {mark}"), ("--folder", "jobs-%j"), ("--folder", "{d}/f/x"),
+                       ("--folder", ""), ("--folder", "/proc/ww"),
+                       ("-t", "-5"), ("-t", "0"), ("-t", "99999999999999999999"), ("-t", "525601"),
+                       ("-c", "-3"), ("-c", "0"), ("-c", "1000000000"),
+                       ("--start-timeout", "nan"), ("--start-timeout", "inf"), ("--start-timeout", "-1"),
+                       ("--gpu-name", "a\nb"), ("--gpu-mem-gb", "nan")]:
+        files = {"f": "x"} if value == "{d}/f/x" else {}
+        r(opt, value, "--", "true", files=files)
+    R(S, "run", "-k", "0", "-f", "{topo}", "--", "true", sbatch=True)
+    R(S, "run", "-k", "99999999999999999999", "-f", "{topo}", "--", "true", sbatch=True)
+    R(S, "run", "-k", "9", "--whole-node", "-f", "{topo}", "--", "true", sbatch=True)
+    R(S, "run", "--whole-node", "-k", "2", "-f", "{topo}", sbatch=True, note="no command")
+    R(S, "run", "--whole-node", "-k", "2", "-f", "{topo}", "--", "true", note="no sbatch on PATH")
+    R(S, "run", "--whole-node", "-k", "2", "-f", "/dev/zero", "--", "true", sbatch=True, timeout=20)
+
+    # ---- launch --dry-run
+    S = "launch"
+    la = lambda *a, expect=R, **kw: expect(S, "launch", "--dry-run", *a, files={"train.py": "print(1)\n"}, **kw)
+    la("--model", "tiny-mistral", "--cpu", "--gpus", "2", "--json", "--", "@train.py", expect=A)
+    la("--params", "7e9", "--cpu", "--gpus", "2", "--json", "--", "@train.py", expect=A)
+    for opt, value in [("--gpus", "0"), ("--gpus", "-1"), ("--gpus", "99999999999999999999"), ("--params", "nan"),
+                       ("--params", "inf"), ("--params", "1e400"), ("--params", "-5"), ("--params", "seven"),
+                       ("--strategy", "zero4"), ("--seq-len", "0"), ("--batch-size", "-1"), ("--gpu-mem-gb", "nan"),
+                       ("--accounting", "x"), ("-f", "/dev/zero"), ("--model", "../../etc")]:
+        model = [] if opt in ("--model", "--params") else ["--model", "tiny-mistral"]
+        la("--cpu", *model, opt, value, "--", "@train.py")
+    la("--model", "tiny-mistral", "--cpu", "--", "@nosuch.py")
+    la("--model", "tiny-mistral", "--cpu", note="no script")
+    la("--model", "tiny-mistral", "--params", "7e9", "--cpu", "--", "@train.py", note="both")
+
+    # ---- results / compare / report
+    S = "results"
+    for since in ("999999999999d", "0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00", "yesterday", "", "-5d", "5x",
+                  "2026-13-01", "2026-02-30", "nan", "1e3d", "36601d", "inf d", "2026-01-01T25:00", "\x01"):
+        R(S, "results", "--since", since)
+    for size in ("99999999999999999999", "9" * 400, "-1", "1Q", "", "1.5.5K", "nanG", "infM", "1e30", "9223372036854775808"):
+        R(S, "results", "--bytes", size)
+    for opt, value in [("--gpus", "99999999999999999999"), ("--gpus", "-1"), ("--gpus", "x"), ("--status", "bogus"),
+                       ("--workload", "bogus"), ("--op", "bogus"), ("--strategy", "zero4"), ("--placement", "sideways"),
+                       ("--transport", "pigeon"), ("--source", "bogus"), ("--fabric", "bogus"), ("--fingerprint", "zz"),
+                       ("--group-by", "bogus"), ("--group-by", ""),
+                       ("--group-by", "node;drop table results"), ("--group-by", "__class__"), ("--group-by", "1=1"),
+                       ("--campaign", ""), ("--campaign", "nosuch"), ("--fingerprint", "%"), ("--fingerprint", "f_")]:
+        R(S, "results", opt, value)
+    R(S, "results", "--csv", "--json")
+    for opt, value in [("--node", "'; DROP TABLE results; --"), ("--node", "%"), ("--node", "_"), ("--node", "[/]"),
+                       ("--model", "\x1b[31m"), ("--group-by", "node,node"),
+                       ("--since", "0d"), ("--since", "2026-01-01T00:00+05:00"), ("--bytes", "1K"), ("--gpus", "0"),
+                       ("--group-by", "node,campaign"), ("--status", "oom"), ("--include-cpu", None),
+                       ("--op", "all_reduce"), ("--source", "nccl-tests")]:
+        A(S, "results", opt, *([value] if value is not None else []), "--json")
+    A(S, "results", "--csv", "--group-by", "node,campaign")
+    A(S, "results", "--json", base="empty")
+
+    S = "compare"
+    for a, b in [("campaign:ca", "campaign:ca"), ("campaign:nosuch", "campaign:ca"), ("fabric:bogus", "campaign:ca"),
+                 ("", "campaign:ca"), ("campaign:", "campaign:ca"), ("ca", "ca"), ("planet:x", "campaign:ca"),
+                 ("campaign:ca", "campaign:" + "x" * 5000)]:
+        R(S, "compare", a, b)
+    R(S, "compare", "campaign:ca")
+    R(S, "compare", "campaign:ca", "campaign:cb", "--since", "999999999999d")
+    R(S, "compare", "campaign:ca", "campaign:cb", "--op", "bogus")
+    R(S, "compare", "campaign:ca", "campaign:cb", "--workload", "bogus")
+    R(S, "compare", "campaign:ca", "campaign:cb", "--source", "bogus")
+    A(S, "compare", "campaign:ca", "campaign:cb", "--json")
+    A(S, "compare", "node:n1", "node:n2", "--json")
+    A(S, "compare", "ca", "cb", "--json")
+
+    S = "report"
+    for out_dir, files in [("", {}), ("/dev/null", {}), ("@file", {"file": "x"}), ("@taken", {"taken/index.html": ("dir",)}),
+                           ("/proc/wirewise-report", {}), ("@" + "r" * 300, {}), ("@dangling", {"dangling": ("link", "nowhere/x")}),
+                           ("@fifo", {"fifo": ("fifo",)})]:
+        R(S, "report", "--out", out_dir, files=files, timeout=60)
+    for opt, value in [("--since", "999999999999d"), ("--since", "9999-12-31T23:59-01:00"), ("--fabric", "bogus"),
+                       ("--source", "bogus"), ("--fingerprint", "zz")]:
+        R(S, "report", "--out", "@r", opt, value)
+    A(S, "report", "--out", "@r", "--json", timeout=120)
+    R(S, "report", "--out", "@r", "--campaign", "nosuch")
+    A(S, "report", "--out", "@r", "--campaign", "ca", "--json", timeout=120)
+    R(S, "report", "--out", "@r/deeper/still", note="its parent folder does not exist")
+
+    # ---- doctor
+    S = "doctor"
+    A(S, "doctor", "--json")
+    A(S, "doctor")
+    A(S, "doctor", "--include-cpu", "--json")
+    A(S, "doctor", "--json", base="empty")
+    A(S, "doctor", "--node", "[/]", "--json")
+    for node in ("nosuch", "'; DROP TABLE results; --", "%", ""):
+        R(S, "doctor", "--node", node)
+    R(S, "doctor", "--db", "sqlite:////dev/zero")
+
+    # ---- collect
+    S = "collect"
+    c = lambda files, expect=R, path="@d", **kw: expect(S, "collect", path, "--json", files=files, timeout=60, **kw)
+    doc = lambda *records: results_doc(*records)
+    A(S, "collect", "@d/result.json", "--json", files={"d/result.json": doc(collective(node="new"))})
+    A(S, "collect", "@d", "--json", files={"d/x/result.json": doc(collective(started_at="2026-01-01T12:00+05:00"))})
+    A(S, "collect", "@d", "--json", files={"d/result.json": ("dir",)}, note="a folder named result.json")
+    A(S, "collect", "@d", "--json", files={"d/a": ("link", "."), "d/b/result.json": doc(collective(node="z"))}, note="loop")
+    for body, note in [(("fifo",), "FIFO"), (("link", "/dev/zero"), "/dev/zero"), ("[" * 100000 + "]" * 100000, "deep"),
+                       ('{"records": ' + "[" * 150 + "]" * 150 + "}", "150 deep"), (b"\xff\xfe\x00", "non-UTF-8"),
+                       ("", "empty"), ("null", "null"), ("[]", "list"), ("{}", "no records"), ('{"records": 5}', "records 5"),
+                       (doc({"op": "all_reduce"}), "no workload"), (("sparse", 1024**3 + 1), "past 1 GiB"),
+                       (doc(collective(bytes=10**30)), "bytes 10^30"), (doc(collective(count=2**63)), "count 2^63"),
+                       (doc(collective(gpu_count=10**20)), "gpu_count 10^20"), (doc(collective(bytes=-1)), "bytes -1"),
+                       (doc(collective(bytes=1.5)), "bytes 1.5"), (doc(collective(bytes="1K")), "bytes '1K'"),
+                       (doc(collective(busbw_gbs=-1.0)), "busbw -1"),
+                       ('{"records": [' + json.dumps(collective())[:-1] + ', "time_us": NaN}]}', "NaN"),
+                       ('{"records": [' + json.dumps(collective())[:-1] + ', "busbw_gbs": Infinity}]}', "Infinity"),
+                       ('{"records": [' + json.dumps(collective())[:-1] + ', "algbw_gbs": 1e999}]}', "1e999"),
+                       (doc(collective(status="[/]")), "status markup"), (doc(collective(status="bogus")), "status"),
+                       (doc(collective(started_at="garbage")), "time"), (doc(collective(started_at="99999-01-01")), "year"),
+                       (doc(collective(node="a" * 100000)), "node 100k"), (doc(collective(gpus=[10**30])), "gpus"),
+                       (doc(collective(peak_mem_bytes=[-5])), "peak"), (doc(collective(bogus_field=1)), "unknown field"),
+                       (doc(collective(), {"bogus": 1}), "one bad of two"), (doc(collective(wrong=2**64)), "wrong 2^64"),
+                       (doc(train(mfu=float("inf"))), "mfu inf")]:
+        c({"d/result.json": body}, note=note)
+    R(S, "collect", "@nope", "--json")
+    R(S, "collect", "/dev/zero", "--json", timeout=20)
+    R(S, "collect", "@fifo", "--json", files={"fifo": ("fifo",)}, timeout=20)
+    R(S, "collect", "--json", note="no path")
+
+    # ---- import nccl-tests
+    S = "import nccl-tests"
+    imp = lambda path, *extra, expect=R, **kw: expect(S, "import", "nccl-tests", path, *extra, "--json", timeout=60, **kw)
+    imp("{nccl}", expect=A)
+    imp("{nccl}", "--node", "hx", "--ranks", "8", "--env", "NCCL_ALGO=Ring", expect=A)
+    imp("@huge", expect=A, note="a size of 400 nines: that row skipped with a warning",
+        files={"huge": NCCL_LOG.read_text().replace("33554432       4194304", "9" * 400 + "    4194304")})
+    imp("@nan.log", expect=A, files={"nan.log": NCCL_LOG.read_text().replace("183.49", "nan", 1)}, note="a NaN row")
+    for path, files, note in [("@fifo", {"fifo": ("fifo",)}, "FIFO"), ("@zero", {"zero": ("link", "/dev/zero")}, "/dev/zero"),
+                              ("{d}", {}, "folder"), ("@bin", {"bin": b"\xff\xfe\x00\x01" * 100}, "binary"),
+                              ("@empty", {"empty": ""}, "empty"), ("@deep", {"deep": "[" * 100000}, "deep JSON"),
+                              ("@big", {"big": ("sparse", 1024**3 + 1)}, "past 1 GiB"), ("@nope", {}, "missing"),
+                              ("/dev/zero", {}, "/dev/zero")]:
+        imp(path, files=files, note=note)
+    for opt, value in [("--ranks", "0"), ("--ranks", "-1"), ("--ranks", "99999999999999999999"), ("--op", "bogus"),
+                       ("--transport", "pigeon"), ("--env", "NOEQUALS"), ("--env", "A=b\nc"), ("--env", "=x"),
+                       ("--node", "a\nb"), ("--topology-file", "/dev/zero"), ("--node", "")]:
+        imp("{nccl}", opt, value)
+
+    # ---- topo show / save --from-file
+    S = "topo"
+    for path, files, note in [("/dev/zero", {}, ""), ("@fifo", {"fifo": ("fifo",)}, ""), ("{d}", {}, ""), ("@e", {"e": ""}, "empty"),
+                              ("@g", {"g": "hello world\n"}, "garbage"), ("@b", {"b": b"\xff\xfe\xfa"}, "non-UTF-8"),
+                              ("@big", {"big": ("sparse", 2 * 1024**2)}, "2 MiB"), ("@nope", {}, "missing"),
+                              ("@z", {"z": ("link", "/dev/zero")}, "")]:
+        R(S, "topo", "show", "--from-file", path, files=files, timeout=20, note=note)
+        R(S, "topo", "save", "--from-file", path, "--node", "hx", files=files, timeout=20, note=note)
+    R(S, "topo", "show", "--from-file", "-", stdin=b"\x00" * 5000, note="stdin")
+    R(S, "topo", "show", "--from-file", "-", stdin=b"", note="empty stdin")
+    A(S, "topo", "show", "--from-file", "{topo}", "--json")
+    A(S, "topo", "show", "--from-file", "-", "--json", stdin=TOPO.read_bytes())
+    A(S, "topo", "save", "--from-file", "{topo}", "--node", "hx", "--json")
+    A(S, "topo", "list", "--json")
+    for node in ("a\nb", "", "../x", "$(touch {mark})", "x" * 5000, "[/]", "-rf"):
+        R(S, "topo", "save", "--from-file", "{topo}", "--node", node)
+        R(S, "topo", "slurm", "--from-file", "{topo}", "--node", node)
+
+    # ---- topo survey and fleet pairs, no Slurm on PATH: one line
+    S = "survey/pairs"
+    for extra in ([], ["-p", "gpu"], ["-p", "gpu\n#SBATCH"], ["-w", "gpu[01-99999999999]"], ["-C", "a;touch {mark}"],
+                  ["-t", "0"], ["--wait", "nan"], ["-w", ""]):
+        R(S, "topo", "survey", *extra, timeout=30)
+    for extra in ([], ["-p", "gpu"], ["-w", "gpu[01-99999999999]"], ["--bytes", "99999999999999999999"], ["--mode", "bogus"],
+                  ["--op", "bogus"], ["--tolerance", "nan"], ["--gpus", "0"], ["--name", "bad name"], ["-n", "0"],
+                  ["--timeout", "-1"], ["--backend", "mpi"]):
+        R(S, "fleet", "pairs", *extra, timeout=30)
+
+    # ---- db info and --db values
+    S = "db"
+    A(S, "db", "info", "--json")
+    A(S, "db", "info", "--json", "--db", "sqlite:///{d}/fresh.db")
+    A(S, "db", "info", "--db", "", "--json", note="empty: the default, as an empty WIREWISE_DB")
+    for url in ("bogus://", "sqlite:///{d}/no/such/dir/x.db", "sqlite:////dev/zero", "sqlite:///{d}",
+                "mysql://x@localhost/db", "sqlite:///@garbage", "postgresql+psycopg://nobody@127.0.0.1:1/x",
+                "sqlite:///{d}/garbage.db/x.db", "not a url at all", "sqlite://", "sqlite:///{d}/fifo.db"):
+        R(S, "db", "info", "--db", url.replace("@garbage", "{d}/garbage.db"),
+          files={"garbage.db": "this is not a database" * 100, "ro": ("dir",), "fifo.db": ("fifo",)},
+          prepare=lambda d: (d / "ro").chmod(0o500), timeout=30)
+    R(S, "results", "--db", "bogus://")
+    R(S, "campaign", "list", "--db", "sqlite:////dev/zero")
+    return [case for case in out if case is not None]
+
+
+# -- the pass -------------------------------------------------------------------------------------
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the findings and figures as JSON")
+    parser.add_argument("--only", help="only the inputs of this surface")
+    parser.add_argument("--jobs", type=int, default=3, help="commands at once (default 3)")
+    options = parser.parse_args()
+    chosen = [case for case in cases() if not options.only or case.surface == options.only]
+    root = Path(tempfile.mkdtemp(prefix="ww-hostile-"))
+    try:
+        system_path(root)
+        (root / "cases").mkdir()
+        build_bases(root)
+        started = time.monotonic()
+        with ThreadPoolExecutor(options.jobs) as pool:
+            done = list(pool.map(lambda item: run_case(root, *item), enumerate(chosen)))
+        wall = time.monotonic() - started
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    figures: dict[str, dict] = {}
+    failures = []
+    for case, problem, took in done:
+        tally = figures.setdefault(case.surface, {"tried": 0, "held": 0})
+        tally["tried"] += 1
+        if problem is None:
+            tally["held"] += 1
+        else:
+            failures.append({"surface": case.surface, "input": case.label, "expected": case.expect, "happened": problem})
+    total = {"tried": sum(t["tried"] for t in figures.values()), "held": sum(t["held"] for t in figures.values())}
+    slowest = sorted(done, key=lambda item: -item[2])[:5]
+    if options.json:
+        print(json.dumps({"failures": failures, "surfaces": figures, "total": total, "wall_s": round(wall, 1)}, indent=2))
+    else:
+        for failure in failures:
+            print(f"[{failure['surface']}] {failure['input']!r}: expected {failure['expected']}; {failure['happened']}")
+        print()
+        for surface, tally in figures.items():
+            print(f"{surface:18} tried {tally['tried']:4}, held {tally['held']:4}")
+        print(f"{'total':18} tried {total['tried']:4}, held {total['held']:4}  ({wall:.0f} s; slowest: "
+              + ", ".join(f"{took:.1f} s {case.label[:40]!r}" for case, _, took in slowest) + ")")
+    return 0 if total["tried"] == total["held"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
