@@ -25,8 +25,18 @@ def first_error(exc: Any, flags: dict[str, str] | None = None, raw: dict[str, An
             return UserError(f"{flags[field]}: {message}")
         return UserError(f"{flags[field]} {value!r}: {message}")
     if loc and not flags:
-        return UserError(f"{field_path(loc)}: {message}")
+        return UserError(first_problem(exc))
     return UserError(message)  # a check across options: its message names them
+
+
+def first_problem(exc: Any, section: str = "", unknown: str | None = None) -> str:
+    """The first problem of a pydantic ValidationError as 'where: what', where its field path
+    under `section` (a file's part, such as 'records[3]'); with `unknown`, the words for a key
+    the model does not have. One formatter for specs, result files and options."""
+    error = exc.errors()[0]
+    message = unknown if unknown and error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+    where = ".".join(part for part in (section, field_path(error["loc"])) if part)
+    return f"{where}: {message}" if where else message
 
 
 def field_path(loc: tuple) -> str:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from wirewise.errors import UserError, field_path
+from wirewise.errors import UserError, first_problem
 from wirewise.limits import (
     MAX_GPU_INDEX, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_TASKS, MAX_TIME_MIN,
 )
@@ -40,6 +40,7 @@ from wirewise.workloads.train import TrainParams
 
 Strict = ConfigDict(extra="forbid")
 PLACEMENTS = ("packed", "spread", "all")
+UNKNOWN_KEY = "unknown key (check its spelling; see docs/campaigns.md)"
 
 
 def _held_to(pattern: Pattern):
@@ -169,8 +170,7 @@ class TrainSweep(BaseModel):
                 try:
                     self.params(model, strategy)
                 except ValidationError as exc:
-                    error = exc.errors()[0]
-                    raise ValueError(f"{field_path(error['loc'])}: {error['msg'].removeprefix('Value error, ')}") from None
+                    raise ValueError(first_problem(exc)) from None
         return self
 
 
@@ -295,9 +295,5 @@ def parse_spec(doc: Any, source: str = "spec") -> CampaignSpec:
     try:
         return CampaignSpec.model_validate(doc)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown key (check its spelling; see docs/campaigns.md)"
-        where = field_path(error["loc"]) if error["loc"] else "spec"
-        raise UserError(f"{source}: {where}: {message}") from None
+        where = "" if exc.errors()[0]["loc"] else "spec"
+        raise UserError(f"{source}: {first_problem(exc, where, unknown=UNKNOWN_KEY)}") from None

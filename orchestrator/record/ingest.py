@@ -6,11 +6,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from wirewise.errors import UserError, field_path
+from wirewise.errors import UserError, first_problem
 from wirewise.limits import MAX_RESULT_BYTES, loads_json, read_bounded
 from wirewise.record import ResultRecord, record_problem
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import insert_results, too_long
+
+# A field of a result file this wirewise does not know: most likely written by a newer one.
+NEWER_FIELD = "a field this wirewise does not know (written by a newer wirewise? upgrade it)"
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
@@ -84,17 +87,7 @@ def read_result_file(path: str | Path) -> tuple[list[ResultRecord], Any, list[tu
             where = f"node_topologies[{index}]"
             others.append((Topology.model_validate(other["topology"]), str(other["node"])))
     except ValidationError as exc:
-        raise UserError(f"{path}: {_validation_line(exc, where)}") from None
+        raise UserError(f"{path}: {first_problem(exc, where, unknown=NEWER_FIELD)}") from None
     except (KeyError, TypeError):
         raise UserError(f"{path}: {where}: not a node and its topology") from None
     return records, topology, others
-
-
-def _validation_line(exc, section: str) -> str:
-    """The first problem of a record or topology, named by its place in the file; a field this
-    wirewise does not know is most likely from a newer one."""
-    error = exc.errors()[0]
-    where = f"{section}.{field_path(error['loc'])}" if error["loc"] else section
-    if error["type"] == "extra_forbidden":
-        return f"{where}: a field this wirewise does not know (written by a newer wirewise? upgrade it)"
-    return f"{where}: {error['msg'].removeprefix('Value error, ')}"

@@ -257,7 +257,7 @@ HOSTILE_OPTIONS = {
     "--strategy typo": (["results", "--strategy", "zero4"], "--strategy 'zero4': choose one of"),
     "--op typo": (["compare", "node:a", "node:b", "--op", "allreduce"], "--op 'allreduce': choose one of"),
     "compare a side with itself": (["compare", "campaign:x", "campaign:x"], "with itself"),
-    "report --out ''": (["report", "--out", ""], "--out '': give the folder"),
+    "report --out ''": (["report", "--out", ""], "--out '': give a folder"),
     "estimate --gpu-mem-gb nan": (["estimate", "-m", "mistral-7b", "--gpu-mem-gb", "nan"], "--gpu-mem-gb must be positive"),
     "place --seq-len 0": (["place", "-k", "2", "-f", str(NVL_QUADS), "-m", "mistral-7b", "--seq-len", "0"], "--seq-len 0: give a whole number"),
     "place --gpu-mem-gb inf": (["place", "-k", "2", "-f", str(NVL_QUADS), "-m", "mistral-7b", "--gpu-mem-gb", "inf"], "--gpu-mem-gb must be positive"),
@@ -470,7 +470,7 @@ def test_an_offset_is_applied_before_storing(tmp_path, db_url):
 # -- 22.12: Ctrl-C during a local campaign exits 130 ---------------------------------------------
 def test_ctrl_c_during_a_local_submit_exits_130(tmp_path, db_url):
     long = {**SPEC, "workloads": [{"collectives": {"ops": ["all_reduce"], "min_bytes": "1M", "max_bytes": "1M",
-                                                   "iters": 10_000_000, "warmup": 0}}], "axes": {"gpus": [2]}}
+                                                   "iters": 1_000_000, "warmup": 0}}], "axes": {"gpus": [2]}}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(long))
     runs = tmp_path / "runs"
     proc = subprocess.Popen([WIREWISE, "campaign", "submit", str(tmp_path / "spec.yaml"), "--db", db_url],
