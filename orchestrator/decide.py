@@ -89,7 +89,12 @@ def placement_for(
     topo, live, model_source = placement_wiring(topology_file, node, store, gpu_name)
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
+    free_list, left_out = without_flagged_gpus(store, node or (label if live else None), free_list)
     result = {"node": label, **place(topo, k, parse_policy(policy), free_list, store, free_source)}
+    result["reasons"] += left_out
+    kept_off = nodes_measured(store, [node]).avoid.get(node) if node else None
+    if kept_off:
+        result["reasons"].append(f"warning: --node {node} is one placement avoids: {kept_off}")
     result.update(gpu_model=topo.gpu_model, gpu_model_source=model_source)
     result["reasons"].insert(1, f"GPU model {topo.gpu_model} (from {model_source}): {hardware.rates_text(topo.gpu_model)}")
     if model:
@@ -125,10 +130,23 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
 def nodes_measured(store, names=None):
     """What placement across nodes weighs besides the wiring: the standing pair tests gave
     each node and pair (wirewise.orchestrator.fleet.standing). Another reason to keep jobs off
-    a node (drained, failing its health checks) joins `avoid` here."""
+    a node (drained or down in Slurm, an open finding of the health rules:
+    wirewise.orchestrator.health.verdicts) joins `avoid` here."""
     from wirewise.orchestrator.fleet.standing import pair_standing
+    from wirewise.orchestrator.health.verdicts import keep_off
 
-    return pair_standing(store, names)
+    measured = pair_standing(store, names)
+    for node, why in keep_off(store, names).items():
+        measured.avoid.setdefault(node, why)
+        measured.healthy.discard(node)
+    return measured
+
+
+def without_flagged_gpus(store, node: str | None, free: list[int]) -> tuple[list[int], list[str]]:
+    """The free GPUs less those an open finding names on the node, and a reason for each."""
+    from wirewise.orchestrator.health.verdicts import flagged_gpus, leave_out_gpus
+
+    return leave_out_gpus(free, flagged_gpus(store, node))
 
 
 def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:

@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from wirewise.errors import UserError, first_problem
 from wirewise.limits import (
-    MAX_GPU_INDEX, MAX_NESTING, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_SPEC_BYTES, MAX_TASKS, MAX_TIME_MIN, read_bounded, too_deep,
+    MAX_GPU_INDEX, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_TASKS, MAX_TIME_MIN,
 )
 from wirewise.orchestrator.executor import EXECUTORS
 from wirewise.orchestrator.slurm.values import CONSTRAINT, FOLDER, NAME, NODELIST, TIME, WORD, Pattern
@@ -207,6 +207,7 @@ class Target(BaseModel):
     qos: SlurmWord | None = None
     constraint: Constraint | None = None
     nodelist: NodeList | None = None
+    reservation: SlurmWord | None = None  # run inside this Slurm reservation
     fingerprint: Fingerprint | None = None
     fabric: Fabric | None = None
     time: SlurmTime = "01:00:00"
@@ -282,30 +283,10 @@ class CampaignSpec(BaseModel):
 
 def load_spec(path: str | Path) -> CampaignSpec:
     """The spec in a YAML file; UserError naming the file and the field for anything wrong.
-    Bounded (wirewise.limits): a regular file of at most MAX_SPEC_BYTES, UTF-8, nested at
-    most MAX_NESTING levels (deeper YAML exhausts the parser's recursion)."""
-    import yaml
+    Bounded as every YAML file people write (wirewise.yamlfile)."""
+    from wirewise.yamlfile import read_yaml
 
-    path = Path(path)
-    try:
-        text = read_bounded(path, MAX_SPEC_BYTES).decode("utf-8")
-        # libyaml's parser where PyYAML has it (4x faster on a long spec), safe either way
-        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as exc:
-        raise UserError(f"cannot read campaign spec {str(path)!r}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}); save the spec as UTF-8") from None
-    except RecursionError:
-        raise UserError(f"{path}: nested deeper than {MAX_NESTING} levels, the bound for a spec") from None
-    except yaml.YAMLError as exc:
-        if "nesting depth" in str(getattr(exc, "problem", "")):  # libyaml stops at its own depth, past ours
-            raise UserError(f"{path}: nested deeper than {MAX_NESTING} levels, the bound for a spec") from None
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where else ""
-        raise UserError(f"{path}: not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
-    if too_deep(doc):
-        raise UserError(f"{path}: {too_deep(doc)}")
-    return parse_spec(doc, str(path))
+    return parse_spec(read_yaml(path, "campaign spec"), str(path))
 
 
 def parse_spec(doc: Any, source: str = "spec") -> CampaignSpec:

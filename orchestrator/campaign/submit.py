@@ -26,7 +26,7 @@ from wirewise.orchestrator.executor.core import Executor, JobRequest, Node, Scop
 # What a person wrote for each value of the job request: errors name it.
 SPEC_LABELS = {"name": "name", "time_min": "target.time", "nodes": "target.nodes", "partition": "target.partition",
                "account": "target.account", "qos": "target.qos", "constraint": "target.constraint",
-               "nodelist": "target.nodelist", "parallelism": "target.array_parallelism",
+               "nodelist": "target.nodelist", "reservation": "target.reservation", "parallelism": "target.array_parallelism",
                "folder": "the campaign folder (target.folder, or under WIREWISE_RUNS)"}
 
 
@@ -85,7 +85,7 @@ def job_request(target: Target, name: str, gpus_per_node: int | None, root: Path
     return JobRequest(
         folder=root / "submitit", name=f"wirewise-{name}", time_min=target.time_minutes, nodes=target.nodes,
         tasks_per_node=1, whole_node=True, gpus_per_node=gpus_per_node or None, partition=target.partition,
-        account=target.account, qos=target.qos, constraint=constraint or None, nodelist=target.nodelist,
+        account=target.account, qos=target.qos, constraint=constraint or None, nodelist=target.nodelist, reservation=target.reservation,
         parallelism=target.array_parallelism, requeue=False, labels=SPEC_LABELS,
     )
 

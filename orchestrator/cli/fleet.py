@@ -9,12 +9,15 @@ from typing import Annotated
 
 import typer
 
+from wirewise.orchestrator.cli import fleet_health
+from wirewise.orchestrator.cli.doctor import RulesOption
 from wirewise.orchestrator.cli.common import (
     ConstraintOption, DbOption, JsonOption, NodelistOption, PartitionOption, command_group, console, print_json, scope_options,
 )
 
 app = command_group(
-    "The nodes of a cluster as a whole: pair tests that name the bad node or link.\n\n"
+    "The nodes of a cluster as a whole: pair tests that name the bad node or link; each node's verdict, "
+    "drain, re-test, resume.\n\n"
     "Fleet campaigns (every node of a partition) are campaign specs with target.scope each-node "
     "(docs/fleet.md); `wirewise topo survey` stores every node's wiring."
 )
@@ -30,15 +33,19 @@ def pairs(
     warmup: Annotated[int, typer.Option("--warmup", min=0, help="Untimed iterations first.")] = 3,
     backend: Annotated[str | None, typer.Option("--backend", help="nccl or gloo [default: nccl where every node has GPUs, else gloo CPU ranks].")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", min=1, help="Ranks per node: GPUs with nccl [default: every GPU of the node], CPU ranks with gloo [default: 1].")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="A pair is slow below (1 - this) x the fleet's median busbw.")] = 0.2,
+    tolerance: Annotated[float | None, typer.Option("--tolerance", help="A pair is slow below (1 - this) x the fleet's median busbw [default: the rules' pair-below-fleet tolerance, 0.2].")] = None,
+    rules: RulesOption = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds each test may run before it counts as failed.")] = 300.0,
     name: Annotated[str | None, typer.Option("--name", help="The campaign that stores the tests [default: pairs-DATE-TIME].")] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Test pairs of nodes with a collective and name each slow node and link, with the evidence; exit 1 when something is flagged."""
+    """Test pairs of nodes with a collective and name each slow node and link, with the evidence; exit 1 when something is flagged.
+    Each bad node gets a pair-below-fleet finding (`wirewise fleet status`), which `fleet drain` acts on."""
     from wirewise.errors import UserError
-    from wirewise.orchestrator.fleet.pairs import PairTest, run_pair_tests
+    from wirewise.orchestrator.fleet.pairs import PairTest
+    from wirewise.orchestrator.health.pairs import pair_tests
+    from wirewise.orchestrator.health.rules import load_rules
     from wirewise.orchestrator.store import Store
     from wirewise.units import parse_size
 
@@ -56,7 +63,7 @@ def pairs(
             said = ", ".join(f"{a}-{b} {_busbw(m.busbw_gbs)}" for (a, b), m in zip(tested, measures))
             out.print(f"round {number}: {said}", markup=False, highlight=False)
 
-    report = run_pair_tests(Store(db), scope, mode, test, tolerance, name, on_round=on_round)
+    report = pair_tests(Store(db), scope, mode, test, tolerance, name, load_rules(rules), on_round=on_round)
     if json:
         print_json(report)
     else:
@@ -94,6 +101,8 @@ def print_verdict(report: dict) -> None:
         say(f"untested: {', '.join(report['untested'])}", "yellow")
     for left in report["left_out"]:
         say(f"left out {left['node']}: {left['reason']}", "yellow")
+    for found in report.get("findings", []):
+        say(f"finding on {found['node']}: {found['reason']} (`wirewise fleet drain` confirms and drains)", "red")
     if report["healthy"]:
         say(f"healthy: every node and pair at or above {_busbw(report['threshold_gbs'])}", "green")
     say(f"stored as campaign {report['campaign']} (`wirewise campaign status {report['campaign']} --nodes`)")
@@ -104,3 +113,7 @@ def _busbw(value) -> str:
 
 
 app.command("pairs")(pairs)
+app.command("status")(fleet_health.status)
+app.command("drain")(fleet_health.drain)
+app.command("retest")(fleet_health.retest)
+app.command("resume")(fleet_health.resume)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import bench, campaign, collect, db, estimate, fleet, importer, launch, place, results, run, topo
+from wirewise.orchestrator.cli import baseline, bench, campaign, collect, db, doctor, estimate, fleet, importer, launch, place, results, run, topo
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -29,6 +29,8 @@ app.command()(estimate.estimate)
 run.register(app)
 launch.register(app)
 app.add_typer(results.app)
+app.command()(doctor.doctor)
+app.add_typer(baseline.app, name="baseline")
 
 
 def _version(value: bool) -> None:

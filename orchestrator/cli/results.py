@@ -1,4 +1,4 @@
-"""`wirewise results`, `compare`, `report`, `doctor`: reading the stored results back.
+"""`wirewise results`, `compare`, `report`: reading the stored results back (`doctor` is cli/doctor.py).
 
 Top-level commands (registered without a group name). Parsing and printing only; the work is
 in wirewise.orchestrator.report.
@@ -11,7 +11,7 @@ import typer
 
 from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, folder_path, print_json, print_tables
 
-app = command_group("Read stored results back: query, compare, report, doctor.")
+app = command_group("Read stored results back: query, compare, report.")
 
 Fabric = Annotated[str | None, typer.Option("--fabric", help="Fabric class or a unique prefix (nvlink-groups, pcie, ...).")]
 Fingerprint = Annotated[str | None, typer.Option("--fingerprint", help="Topology fingerprint or a unique prefix.")]
@@ -159,32 +159,3 @@ def report(
         typer.echo(f"{figure['file']}: {figure['title']}")
     typer.echo(f"{written['index']}: {len(written['figures'])} figures from {written['results']} results, "
                f"wiring of {len(written['nodes'])} node(s)")
-
-
-@app.command()
-def doctor(
-    node: Annotated[str | None, typer.Option("--node", help="The node to check (default: every node with results, and this one).")] = None,
-    include_cpu: IncludeCpu = False,
-    db: DbOption = None,
-    json: JsonOption = False,
-) -> None:
-    """Flag drift: busbw below its wiring's usual range, and on this node (NVML) inactive NVLinks,
-    PCIe below its maximum generation or width, a wiring that no longer matches the stored one.
-    Exits 1 when it flags something, 0 when healthy (for cron or a Slurm health check)."""
-    from wirewise.orchestrator.report.doctor import doctor as check
-    from wirewise.orchestrator.store import Store
-    from wirewise.topology.probe import probe_node, short_hostname
-
-    found = check(Store(db), node, include_cpu, live=probe_node, live_node=short_hostname())
-    if json:
-        print_json(found)
-    else:
-        from wirewise.orchestrator.report.tables import doctor_table
-
-        if found["healthy"]:
-            typer.echo(f"healthy: {', '.join(found['nodes']) or 'no nodes with results'}")
-        else:
-            print_tables([doctor_table(found)])
-        for note in found["notes"]:
-            typer.echo(f"note: {note}")
-    raise typer.Exit(0 if found["healthy"] else 1)

@@ -57,6 +57,7 @@ class JobRequest:
     constraint: str | None = None
     nodelist: str | None = None
     exclude: str | None = None  # nodes it must not go to (down, drained, flagged)
+    reservation: str | None = None  # run inside this reservation (a re-test on a node reserved for it)
     parallelism: int | None = None  # array elements running at once
     # The scheduler may start it again by itself after its node failed. Campaign elements say
     # no: what runs again is wirewise's choice (`campaign resume`, on nodes that are up), and a
@@ -78,7 +79,7 @@ class JobRequest:
             held.append("whole nodes")
         if self.cpus_per_task:
             held.append(f"{self.cpus_per_task} CPU(s) per task")
-        for key in ("partition", "account", "qos", "constraint", "nodelist", "exclude"):
+        for key in ("partition", "account", "qos", "constraint", "nodelist", "exclude", "reservation"):
             if getattr(self, key):
                 held.append(f"{key} {getattr(self, key)}")
         held.append(f"{self.time_min} min")

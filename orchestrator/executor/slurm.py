@@ -58,8 +58,13 @@ class SlurmExecutor:
                     "slurm_constraint": request.constraint, "slurm_nodelist": request.nodelist,
                     "slurm_exclude": request.exclude}
         parameters.update({key: value for key, value in optional.items() if value})
+        extra = {}  # sbatch options submitit has no parameter of its own for
+        if request.reservation:
+            extra["reservation"] = request.reservation
         if not request.requeue:
-            parameters["slurm_additional_parameters"] = {"no-requeue": True}  # sbatch --no-requeue
+            extra["no-requeue"] = True  # sbatch --no-requeue
+        if extra:
+            parameters["slurm_additional_parameters"] = extra
         return parameters
 
     def array_limit(self, dry_run: bool = False) -> int | None:

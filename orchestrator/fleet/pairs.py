@@ -82,6 +82,32 @@ def run_pair_tests(store, scope: Scope, mode: str = "quick", test: PairTest = Pa
     return report
 
 
+class PairCheck:
+    """Pair tests of chosen pairs, submitted at once without waiting: what repeats a pair
+    test's finding on a node against a known-good one (wirewise.orchestrator.health.measure:
+    before a drain, and as the re-test of a drained node inside its reservation). An ordinary
+    campaign: whoever submits it waits for it (campaign_status(...).done), then reads
+    `measures()`."""
+
+    def __init__(self, store, pairs: list[Pair], test: PairTest, name: str, partition: str | None = None,
+                 reservation: str | None = None, executor: str = "slurm") -> None:
+        from wirewise.orchestrator.executor import executor_named
+
+        names = sorted({n for pair in pairs for n in pair})
+        scope = Scope(partition=partition, nodelist=",".join(names))
+        nodes = executor_named(executor).nodes(scope) or []
+        self.pairs = pairs
+        self.campaign = _PairCampaign.start(store, scope, nodes, test, name, executor, reservation)
+        self.name = self.campaign.name
+        self.tasks = self.campaign.submit(pairs)
+
+    def measures(self) -> list[Measure]:
+        from wirewise.orchestrator.campaign.track import campaign_status
+
+        statuses = {t.task_id: t.status for t in campaign_status(self.campaign.store, self.name).tasks}
+        return self.campaign.measures(self.pairs, self.tasks, statuses)
+
+
 def _default_name() -> str:
     return f"pairs-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
 
@@ -96,7 +122,8 @@ class _PairCampaign:
         self.tasks: list = []
 
     @classmethod
-    def start(cls, store, scope: Scope, nodes: list[Node], test: PairTest, name: str, executor: str) -> _PairCampaign:
+    def start(cls, store, scope: Scope, nodes: list[Node], test: PairTest, name: str, executor: str,
+              reservation: str | None = None) -> _PairCampaign:
         from wirewise.orchestrator.campaign import campaign_folder
         from wirewise.orchestrator.campaign.spec import parse_spec
         from wirewise.orchestrator.store.campaigns import create_campaign
@@ -107,7 +134,7 @@ class _PairCampaign:
             raise UserError(f"--gpus {ranks}: the smallest node here has {min(n.gpus for n in nodes)} GPU(s)")
         sweep = {"ops": [test.op], "min_bytes": test.size, "max_bytes": test.size, "iters": test.iters, "warmup": test.warmup}
         where = {k: v for k, v in (("partition", scope.partition), ("nodelist", scope.nodelist),
-                                   ("constraint", scope.constraint)) if v}
+                                   ("constraint", scope.constraint), ("reservation", reservation)) if v}
         doc = {"name": name, "workloads": [{"collectives": sweep}], "axes": {"gpus": [ranks]},
                "target": {"executor": executor, **where, "nodes": 2, "backend": backend, "time": test.time,
                           "timeout_s": test.timeout_s, "tasks_per_element": 1, "array_parallelism": max(1, len(nodes) // 2)}}
@@ -122,6 +149,12 @@ class _PairCampaign:
     def run_round(self, pairs: list[Pair]) -> list[Measure]:
         """Submit a round's tests, wait for them (one state query per poll), store what they
         measured and read it back."""
+        tasks = self.submit(pairs)
+        statuses = self._wait({t.spec.task_id for t in tasks})
+        return self.measures(pairs, tasks, statuses)
+
+    def submit(self, pairs: list[Pair]) -> list:
+        """A round's tests recorded and submitted, each pinned to its pair; returns their tasks."""
         from wirewise.orchestrator.campaign import dispatch, submission_for
         from wirewise.orchestrator.campaign.folder import CampaignFolder
         from wirewise.orchestrator.campaign.submit import Pin
@@ -144,8 +177,12 @@ class _PairCampaign:
                 self._forget()
                 raise UserError(f"pair tests {self.name}: {exc}. Nothing was recorded") from None
             raise UserError(f"pair tests {self.name}: {exc}; the tests so far stay in campaign {self.name}") from None
-        statuses = self._wait({t.spec.task_id for t in tasks})
-        return [self._measure(pair, task.spec.task_id, statuses[task.spec.task_id]) for pair, task in zip(pairs, tasks)]
+        return tasks
+
+    def measures(self, pairs: list[Pair], tasks: list, statuses: dict[str, str]) -> list[Measure]:
+        """What the submitted tests measured, once collected into the store."""
+        return [self._measure(pair, task.spec.task_id, statuses.get(task.spec.task_id, "missing"))
+                for pair, task in zip(pairs, tasks)]
 
     def _task(self, pair: Pair):
         from wirewise.orchestrator.campaign.plan import PlannedTask
@@ -209,4 +246,4 @@ class _PairCampaign:
         write_json_atomic(self.root / "verdict.json", report)
 
 
-__all__ = ["PairTest", "Verdict", "run_pair_tests"]
+__all__ = ["PairCheck", "PairTest", "Verdict", "run_pair_tests"]

@@ -9,7 +9,7 @@ One pattern per kind of string, used by the campaign spec's fields and by every 
 
     NAME        campaign names: letters, digits, '.', '_', '-'; at most 64
     JOB_NAME    job names (wirewise-NAME): the same, at most 128
-    WORD        partition, account, qos: Slurm names, comma-separated
+    WORD        partition, account, qos, reservation: Slurm names, comma-separated
     CONSTRAINT  a --constraint expression: features joined by & | , [ ] * ( ) ! :
     NODELIST    a node list such as gpu[01-04],gpu07
     HOST        one node name (RFC 1123 labels, plus the underscores sites use)
@@ -104,7 +104,7 @@ NUMBERS = {
     "parallelism": Range(1, 4_000_001, "Slurm's largest MaxArraySize"),
 }
 STRINGS = {"name": JOB_NAME, "partition": WORD, "account": WORD, "qos": WORD, "constraint": CONSTRAINT,
-           "nodelist": NODELIST, "exclude": NODELIST, "folder": FOLDER}
+           "nodelist": NODELIST, "exclude": NODELIST, "folder": FOLDER, "reservation": WORD}
 
 
 def check_values(values: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> None:

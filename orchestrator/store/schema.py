@@ -188,3 +188,78 @@ PLACED_JOBS = Table(
     Column("folder", Text, nullable=False),  # submitit's folder: the job's logs
     Column("submitted_at", WHEN, nullable=False, default=utcnow, index=True),
 )
+
+# Fleet health (wirewise.orchestrator.health, db/versions/0007; store/health.py reads and writes them).
+# An imported baseline (`wirewise baseline import`): what a node type is expected to measure in
+# one case, with what it rests on. The history's own baselines are computed from the results.
+BASELINES = Table(
+    "baselines", METADATA,
+    _id(),
+    Column("fingerprint", String(64), nullable=False, index=True),
+    Column("workload", String(16), nullable=False),
+    Column("case_key", Text, nullable=False),  # the case as sorted JSON: one row per case and file
+    Column("case", JSON, nullable=False),
+    Column("metric", String(32), nullable=False),
+    Column("median", Double, nullable=False),
+    Column("spread", Double, nullable=False),
+    Column("results", Integer, nullable=False),
+    Column("nodes", Integer, nullable=False),
+    Column("sources", JSON, nullable=False),
+    Column("origin", String(4096), nullable=False),  # the file it was imported from
+    Column("imported_at", WHEN, nullable=False, default=utcnow),
+    UniqueConstraint("fingerprint", "workload", "case_key", "origin"),
+)
+
+# One judgement of one node (doctor, a health check, a prolog, a confirmation, a re-test): which
+# rules judged it and whether it was healthy. A node's verdict is its open findings.
+NODE_CHECKS = Table(
+    "node_checks", METADATA,
+    _id(),
+    Column("node", String(255), nullable=False, index=True),
+    Column("source", String(32), nullable=False),
+    Column("rules", JSON, nullable=False),
+    Column("healthy", Boolean, nullable=False),
+    Column("findings", Integer, nullable=False),
+    Column("checked_at", WHEN, nullable=False, default=utcnow, index=True),
+)
+
+# A rule that fired on a node (wirewise.orchestrator.health.findings.Finding), open until a later
+# judgement of the same rule finds it no more or a re-test passes.
+FINDINGS = Table(
+    "findings", METADATA,
+    _id(),
+    Column("node", String(255), nullable=False),
+    Column("rule", String(64), nullable=False),
+    Column("key", Text, nullable=False),  # the case: a later judgement of the same one replaces it
+    Column("metric", String(255), nullable=False),
+    Column("delta", String(64), nullable=False),
+    Column("evidence", Text, nullable=False),
+    Column("advice", Text, nullable=False),
+    Column("gpus", JSON),
+    Column("measurement", JSON),
+    Column("reference", JSON, nullable=False),
+    Column("source", String(32), nullable=False),
+    Column("status", String(16), nullable=False, default="open"),  # open | cleared
+    Column("confirmed", Boolean, nullable=False, default=False),  # a repeat of its measurement showed it again
+    Column("opened_at", WHEN, nullable=False, default=utcnow),
+    Column("updated_at", WHEN, nullable=False, default=utcnow),
+    Column("cleared_at", WHEN),
+    Column("cleared_by", Text),
+    Index("ix_findings_node_status", "node", "status"),
+)
+
+# The audit trail: every drain, re-test and resume wirewise did or refused, with its evidence and
+# who asked.
+FLEET_ACTIONS = Table(
+    "fleet_actions", METADATA,
+    _id(),
+    Column("node", String(255), nullable=False, index=True),
+    Column("action", String(16), nullable=False),  # drain | health-check | prolog | retest | resume
+    Column("outcome", String(32), nullable=False),  # claimed, drained, held, failed, passed, resumed, ...
+    Column("reason", Text),  # the Slurm reason set or found
+    Column("detail", Text),  # one line: why, or what Slurm said
+    Column("evidence", JSON, nullable=False),  # the findings and measurements it rests on
+    Column("asked_by", String(255), nullable=False),
+    Column("campaign", String(255)),  # the confirmation or re-test run
+    Column("at", WHEN, nullable=False, default=utcnow, index=True),
+)

@@ -9,8 +9,9 @@ Two ways to share a node with Slurm:
   are read back (`scontrol show job -d`), predicted next to the best free set, and a warning
   says when they are worse.
 Either way the advised strategy is exported as WIREWISE_STRATEGY (given --model), and the job
-is kept off the nodes placement avoids (flagged by pair tests: decide.nodes_measured) with
-`--exclude`, or warned about when `--node` names one. The command
+is kept off the nodes placement avoids (flagged by pair tests, drained, or with an open finding
+of the health rules: decide.nodes_measured) with `--exclude`, or warned about when `--node`
+names one; on the named node, GPUs an open finding names are left out of the placement. The command
 goes to submitit as an argument list (command.CommandInJob), never through a shell; every
 option that reaches the batch script is checked first (command.RunRequest).
 """
@@ -36,7 +37,7 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
             gpu_name: str | None = None) -> dict:
     """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
     any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
-    from wirewise.orchestrator.decide import add_advice, free_gpus, placement_wiring
+    from wirewise.orchestrator.decide import add_advice, free_gpus, placement_wiring, without_flagged_gpus
     from wirewise.orchestrator.placement.place import place
     from wirewise.orchestrator.store import Store
 
@@ -48,7 +49,9 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
     )
+    free_list, left_out = without_flagged_gpus(store, node, free_list)
     placement = place(topo, request.gpus, "packed", free_list, store, free_source)
+    placement["reasons"] += left_out
     if request.model:
         add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
     avoid, warnings = nodes_to_avoid(request, store)

@@ -195,9 +195,11 @@ def test_doctor_prints_a_node_named_like_markup(tmp_path, db_url):
              for i in range(4)]
     files.append(result_file(tmp_path / "bad" / "result.json", collective(node="[/]", busbw_gbs=10.0)))
     wirewise("collect", *map(str, files), "--db", db_url, check=True)
-    proc = wirewise("doctor", "--db", db_url, timeout=QUICK)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules: {busbw-below-baseline: {min_bytes: 1K}}\n")  # these records are 1 KiB
+    proc = wirewise("doctor", "--rules", str(rules), "--db", db_url, timeout=QUICK)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "[/]" in proc.stdout and "busbw-below-range" in proc.stdout
+    assert "[/]" in proc.stdout and "busbw-below-baseline" in proc.stdout
 
 
 # -- 22.5: two commands on a new database take turns at the first migration ------------------------

@@ -113,4 +113,5 @@ def test_the_json_keys_are_the_documented_ones():
     bullet = doc.split("- `wirewise fleet pairs --json`", 1)[1].split("\n- ", 1)[0].split(":", 1)[1]
     listed = re.findall(r"`([a-z_]+)`", bullet)
     run = ["campaign", "mode", "op", "bytes", "backend", "ranks_per_node", "nodes", "rounds", "left_out"]
-    assert listed == run + list(judge(["a", "b"], [Measure(("a", "b"), 1.0)]).to_json())
+    opened = ["findings", "node", "reason"]  # the findings the verdict opened (wirewise.orchestrator.health.pairs)
+    assert listed == run + list(judge(["a", "b"], [Measure(("a", "b"), 1.0)]).to_json()) + opened

@@ -116,3 +116,38 @@ def test_place_across_nodes_weighs_the_stored_pair_tests(db_url: str) -> None:
     plant_pair_tests(db_url, "pairs-2", {("n1", "n2"): 100.0, ("n3", "n4"): 97.0})  # n1 repaired and tested again
     out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
     assert not [r for r in out["reasons"] if r.startswith("left out")] and [r["node"] for r in out["nodes"]] == ["n1", "n2"]
+
+
+def test_place_keeps_off_what_an_open_finding_names(db_url: str) -> None:
+    """Open findings of the health rules (stored as `doctor`, a health check or `fleet pairs`
+    store them): n1's pair-test finding (the node as a whole) keeps `place --across-nodes` off
+    n1 and says why; n2's inactive NVLink on GPU 1 leaves GPU 1 out of `place --node n2`, said
+    in the reasons; `place --node n1` warns. Once the findings are cleared, all is as before."""
+    from tests.conftest import wirewise_json
+    from tests.placement.history import plant_all_reduce
+    from wirewise.orchestrator.health.findings import Finding
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import record_check
+
+    for name in ("n1", "n2", "n3", "n4"):
+        plant_all_reduce(db_url, NVL, name, {})
+    store = Store(db_url)
+    record_check(store, "n1", "pairs", {"pair-below-fleet"}, [Finding(
+        "n1", "pair-below-fleet", "pair test pairs-1: best pair 0.1 GB/s", "check its link",
+        metric="all_reduce.busbw", delta="-90.0%", key="pair-below-fleet|all_reduce")])
+    record_check(store, "n2", "health-check", {"nvlink-inactive"}, [Finding(
+        "n2", "nvlink-inactive", "GPU 1: NVLink 0 inactive", "reseat", metric="gpu1.nvlink", delta="-1",
+        gpus=[1], key="nvlink-inactive|1")])
+
+    across = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
+    assert "n1" not in [r["node"] for r in across["nodes"]]
+    assert any(r.startswith("left out n1: open finding pair-below-fleet (all_reduce.busbw -90.0%)") for r in across["reasons"])
+    on_n2 = wirewise_json("place", "--gpus", "2", "--node", "n2", "--gpu-name", "NVIDIA H200", "--db", db_url)
+    assert 1 not in on_n2["gpus"] and "GPU 1 left out: open finding nvlink-inactive (gpu1.nvlink -1) (`wirewise fleet status`)" in on_n2["reasons"]
+    on_n1 = wirewise_json("place", "--gpus", "2", "--node", "n1", "--gpu-name", "NVIDIA H200", "--db", db_url)
+    assert any(r.startswith("warning: --node n1 is one placement avoids: open finding pair-below-fleet") for r in on_n1["reasons"])
+
+    record_check(store, "n1", "pairs", {"pair-below-fleet"}, [])
+    record_check(store, "n2", "health-check", {"nvlink-inactive"}, [])
+    assert not [r for r in wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)["reasons"] if r.startswith("left out")]
+    assert not [r for r in wirewise_json("place", "--gpus", "2", "--node", "n2", "--gpu-name", "NVIDIA H200", "--db", db_url)["reasons"] if "left out" in r]

@@ -35,7 +35,13 @@
 #   WIREWISE_MULTINODE_CPUS (4 per node), WIREWISE_MULTINODE_MEM_MB (4096 per node),
 #   WIREWISE_MULTINODE_SLURMD_TIMEOUT (30 s: a node that stops answering is down 30-40 s later;
 #       Slurm's default is 300 s, and wirewise's own supervisors give up on a silent peer after 20 s),
+#   WIREWISE_MULTINODE_HEALTH_INTERVAL (5 s: how often slurmd runs its HealthCheckProgram),
 #   WIREWISE_MULTINODE_TIMEOUT (60 s per wait). Must run as root.
+#
+# Hooks: slurmd's HealthCheckProgram and Prolog run STATE/hooks/health-check and STATE/hooks/prolog
+# when a test puts an executable there (and do nothing otherwise), inside the node, as slurmd runs
+# them on a real cluster: as root, without arguments, with only SLURMD_NODENAME (and for the
+# prolog SLURM_JOB_ID, SLURM_JOB_GPUS, ...) in the environment.
 # Progress and errors go to stderr; stdout carries only what `env` and `status` print.
 set -euo pipefail
 
@@ -52,6 +58,7 @@ BRIDGE=${WIREWISE_MULTINODE_BRIDGE:-wwmn$PORT}
 NCPUS=${WIREWISE_MULTINODE_CPUS:-4}
 MEM_MB=${WIREWISE_MULTINODE_MEM_MB:-4096}
 SLURMD_TIMEOUT=${WIREWISE_MULTINODE_SLURMD_TIMEOUT:-30}
+HEALTH_INTERVAL=${WIREWISE_MULTINODE_HEALTH_INTERVAL:-5}
 TIMEOUT=${WIREWISE_MULTINODE_TIMEOUT:-60}
 PARTITION=debug
 CLUSTER_NAME=wwmulti
@@ -81,6 +88,7 @@ validate() {
     [[ $BRIDGE =~ ^[a-zA-Z][a-zA-Z0-9_-]{0,11}$ ]] || die "WIREWISE_MULTINODE_BRIDGE must be an interface name of at most 12 characters"
     [[ $NCPUS =~ ^[1-9][0-9]*$ && $MEM_MB =~ ^[1-9][0-9]*$ ]] || die "WIREWISE_MULTINODE_CPUS and _MEM_MB must be positive numbers"
     [[ $SLURMD_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "WIREWISE_MULTINODE_SLURMD_TIMEOUT must be a number of seconds"
+    [[ $HEALTH_INTERVAL =~ ^[1-9][0-9]*$ ]] || die "WIREWISE_MULTINODE_HEALTH_INTERVAL must be a number of seconds"
     CTLD_PORT=$PORT SLURMD_PORT=$((PORT + 1)) DBD_PORT=$((PORT + 2)) MYSQL_PORT=$((PORT + 3))
     HOST_ADDR=$NET.1
     DBD_ADDR=$HOST_ADDR  # jobs on the nodes run sacct too: 127.0.0.1 is their own loopback
@@ -124,8 +132,8 @@ gpu_name_of() {  # TYPE -> the model its fake NVML reports
 }
 
 settings_text() {  # what a running cluster must match to be kept
-    printf 'nodes=%s net=%s bridge=%s port=%s cpus=%s mem=%s slurmd_timeout=%s dir=%s\n' \
-        "$NODE_SPEC" "$NET" "$BRIDGE" "$PORT" "$NCPUS" "$MEM_MB" "$SLURMD_TIMEOUT" "$DIR"
+    printf 'nodes=%s net=%s bridge=%s port=%s cpus=%s mem=%s slurmd_timeout=%s health_interval=%s dir=%s\n' \
+        "$NODE_SPEC" "$NET" "$BRIDGE" "$PORT" "$NCPUS" "$MEM_MB" "$SLURMD_TIMEOUT" "$HEALTH_INTERVAL" "$DIR"
 }
 
 use_recorded_settings() {  # stop/status/env/exec act on the cluster as it was started
@@ -430,6 +438,16 @@ write_configs() {  # exit status 0 = slurm.conf or gres.conf changed
 echo "export PATH=$NODE_ROOT/bin:\$PATH"
 echo "export PYTHONPATH=$NODE_ROOT/python\${PYTHONPATH:+:\$PYTHONPATH}"
 EOF
+    # slurmd's HealthCheckProgram and Prolog: a test's hook when there is one (the header says how).
+    local hook
+    for hook in health-check prolog; do
+        write_if_changed "$ETC/$hook" 755 <<EOF || true
+#!/bin/sh
+# Written by $PROG: slurmd runs this as its $hook; it runs $DIR/hooks/$hook when a test put one there.
+[ -x "$DIR/hooks/$hook" ] || exit 0
+exec "$DIR/hooks/$hook"
+EOF
+    done
     {
         echo "# Written by $PROG on every start: each node's fake GPUs, in the node's own folder."
         echo "AutoDetect=off"
@@ -453,6 +471,10 @@ SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
 # Before every task: the node's fake nvidia-smi and NVML first on its paths.
 TaskProlog=$ETC/task-prolog
+# A test's health check (every HealthCheckInterval s, any node state) and prolog (STATE/hooks/).
+HealthCheckProgram=$ETC/health-check
+HealthCheckInterval=$HEALTH_INTERVAL
+Prolog=$ETC/prolog
 # %n = the node name: one spool folder, pid file and log per slurmd.
 SlurmdSpoolDir=$DIR/spool/%n
 SlurmdPidFile=$RUN/slurmd.%n.daemon.pid

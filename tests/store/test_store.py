@@ -149,6 +149,20 @@ def test_the_read_path_knows_the_column_types():
     assert (JSON_COLUMNS, FLAG_COLUMNS, NUMBER_COLUMNS) == (of(JSON), of(Boolean), of(Double))
 
 
+def test_the_health_read_path_knows_its_tables():
+    """store.health reads the fleet-health tables by name: each column it names exists, and it
+    decodes as JSON, flag or time exactly the columns of those types."""
+    from sqlalchemy import JSON, Boolean, DateTime
+
+    from wirewise.orchestrator.store import health, schema
+
+    kinds = {JSON: "json", Boolean: "flag", DateTime: "when"}
+    for table, columns in ((schema.BASELINES, health.BASELINE_COLUMNS), (schema.NODE_CHECKS, health.CHECK_COLUMNS),
+                           (schema.FINDINGS, health.FINDING_COLUMNS), (schema.FLEET_ACTIONS, health.ACTION_COLUMNS)):
+        types = {c.name: next((k for t, k in kinds.items() if isinstance(c.type, t)), None) for c in table.columns}
+        assert {name: types.get(name, "missing") for name in columns} == columns, table.name
+
+
 def test_a_query_imports_neither_sqlalchemy_nor_pydantic(tmp_path):
     """`wirewise results` on an up-to-date SQLite store reads through sqlite3 alone: SQLAlchemy
     (about 100 ms) and pydantic (about 57 ms) stay unloaded (tests/benchmarks/bench_results.py

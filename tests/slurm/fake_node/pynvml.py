@@ -12,10 +12,17 @@ pairs as the common PCIe ancestor the label names, and each GPU's CPU and NUMA a
 the file. A GPU with more links than NVML has (an NVSwitch box's NV18 to 7 peers) reports
 NVLink as not supported, and the probe falls back to the node's `nvidia-smi topo -m` (the shim
 beside this file), as it does in a VM.
+
+Faults a test plants on a node: ../nvml-faults.json (read on every call, so a planted fault
+shows in the next process and its removal too), e.g.
+
+    {"inactive": {"1": [0, 1]}}   GPU 1's NVLinks 0 and 1 down
+    {"pcie": {"2": [4, 8]}}       GPU 2's PCIe link at gen 4 x8 (the maximum is gen 4 x16)
 """
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from pathlib import Path
@@ -40,6 +47,17 @@ def _wiring():
     from wirewise.topology.parse import parse_topo_text
 
     return parse_topo_text((NODE / "topo.txt").read_text(), str(NODE / "topo.txt"))
+
+
+def _faults() -> dict:
+    try:
+        return json.loads((NODE / "nvml-faults.json").read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def _pcie(handle: int) -> tuple[int, int]:
+    return tuple(_faults().get("pcie", {}).get(str(handle), (4, 16)))
 
 
 def _bus(index: int) -> str:
@@ -101,7 +119,7 @@ def nvmlDeviceGetMinorNumber(handle: int) -> int:
 
 
 def nvmlDeviceGetCurrPcieLinkGeneration(handle: int) -> int:
-    return 4
+    return _pcie(handle)[0]
 
 
 def nvmlDeviceGetMaxPcieLinkGeneration(handle: int) -> int:
@@ -109,7 +127,7 @@ def nvmlDeviceGetMaxPcieLinkGeneration(handle: int) -> int:
 
 
 def nvmlDeviceGetCurrPcieLinkWidth(handle: int) -> int:
-    return 16
+    return _pcie(handle)[1]
 
 
 def nvmlDeviceGetMaxPcieLinkWidth(handle: int) -> int:
@@ -137,7 +155,7 @@ def nvmlDeviceGetNvLinkState(handle: int, link: int) -> int:
         raise NVMLError(NOT_SUPPORTED)
     if link >= len(_links(handle)):
         raise NVMLError(INVALID_ARGUMENT)  # past the GPU's last link (a GPU without NVLink has none)
-    return 1
+    return 0 if link in _faults().get("inactive", {}).get(str(handle), []) else 1
 
 
 def nvmlDeviceGetNvLinkRemotePciInfo(handle: int, link: int) -> SimpleNamespace:

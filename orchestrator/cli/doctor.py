@@ -1,0 +1,92 @@
+"""`wirewise doctor`: the rules on the history and on this node; `--health-check` and `--prolog`
+for Slurm. Parsing and printing only: the work is in wirewise.orchestrator.health.doctor and
+wirewise.orchestrator.health.node."""
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json, print_tables
+
+RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file laid over the shipped defaults (docs/fleet.md).")]
+
+
+def doctor(
+    node: Annotated[str | None, typer.Option("--node", help="The node to check (default: every node with results, and this one; with --health-check or --prolog: this node).")] = None,
+    include_cpu: Annotated[bool, typer.Option("--include-cpu", help="Judge CPU-rank (gloo) runs too, which measure the host, not the fabric.")] = False,
+    rules: RulesOption = None,
+    health_check: Annotated[bool, typer.Option("--health-check", help="Slurm's HealthCheckProgram: NVML and the node's verdicts, no GPU work; drains the node with the reason when a rule fires.")] = False,
+    report_only: Annotated[bool, typer.Option("--report-only", help="With --health-check: report, drain nothing (exit 1 when a rule fires).")] = False,
+    prolog: Annotated[bool, typer.Option("--prolog", help="Slurm's Prolog: a short collective on the job's GPUs; exit 1 (Slurm drains and requeues) on a fault.")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Judge nodes by the rules: busbw or tokens/s below the fingerprint's baseline, slower than
+    same-fingerprint peers, tasks failed where peers passed; and on this node (NVML) inactive
+    NVLinks, PCIe below its maximum, a changed wiring. Records each node's verdict. Exits 1 when
+    a rule fires, 0 when healthy."""
+    from wirewise.errors import UserError
+    from wirewise.orchestrator.health.rules import load_rules
+
+    if health_check and prolog:
+        raise UserError("give --health-check or --prolog, not both")
+    if report_only and not health_check:
+        raise UserError("--report-only goes with --health-check")
+    loaded = load_rules(rules)
+    if health_check or prolog:
+        _on_node(loaded, node, db, json, "prolog" if prolog else "health-check", report_only)
+        return
+    from wirewise.orchestrator.health.doctor import doctor as check
+    from wirewise.orchestrator.store import Store
+    from wirewise.topology.probe import probe_node, short_hostname
+
+    found = check(Store(db), node, include_cpu, live=probe_node, live_node=short_hostname(), rules=loaded)
+    if json:
+        print_json(found)
+    else:
+        from wirewise.orchestrator.report.tables import doctor_table
+
+        if found["healthy"]:
+            typer.echo(f"healthy: {', '.join(found['nodes']) or 'no nodes with results'}")
+        else:
+            print_tables([doctor_table(found)])
+        for note in found["notes"]:
+            typer.echo(f"note: {note}")
+    raise typer.Exit(0 if found["healthy"] else 1)
+
+
+def _on_node(rules, node: str | None, db: str | None, json: bool, mode: str, report_only: bool) -> None:
+    """The health check or the prolog on this node, under its watchdog. Exit status: the health
+    check 0 (a drain is its answer; 1 with --report-only when a rule fired), the prolog 1 when
+    it drained the node (Slurm then requeues the job), else 0."""
+    import os
+    import time
+
+    from wirewise.orchestrator.health import node as on_node
+    from wirewise.orchestrator.store import Store
+
+    limit = rules.health_check.time_limit_s if mode == "health-check" else rules.prolog.time_limit_s
+    deadline = time.monotonic() + limit
+    on_node.watchdog(limit, f"doctor --{mode}")
+    name = on_node.this_node(node)
+    store = Store(db)
+    if mode == "health-check":
+        outcome = on_node.health_check(store, rules, name, report_only)
+    else:
+        outcome = on_node.prolog(store, rules, name, dict(os.environ), deadline)
+    if json:
+        print_json(outcome.to_json())
+    else:
+        for finding in outcome.findings:
+            typer.echo(f"{name}: {finding.check}: {finding.evidence}")
+        if outcome.drained:
+            typer.echo(f"{name}: drained: {outcome.acted[0].reason}")
+        elif not outcome.findings:
+            typer.echo(f"{name}: healthy ({mode}, {outcome.seconds:.1f} s)")
+    for note in outcome.notes:
+        sys.stderr.write(f"wirewise: {note}\n")
+    if mode == "health-check":
+        raise typer.Exit(1 if report_only and outcome.findings else 0)
+    raise typer.Exit(1 if outcome.drained else 0)

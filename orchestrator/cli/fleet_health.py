@@ -1,0 +1,109 @@
+"""`wirewise fleet status`, `drain`, `retest`, `resume`. Parsing and printing only: the work is
+in wirewise.orchestrator.health.fleet."""
+
+from typing import Annotated, Any
+
+import typer
+
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json, print_tables
+from wirewise.orchestrator.cli.doctor import RulesOption
+
+Partition = Annotated[str | None, typer.Option("--partition", "-p", help="Only this Slurm partition's nodes.")]
+Nodes = Annotated[list[str] | None, typer.Option("--node", help="Only this node (repeat for several).")]
+Apply = Annotated[bool, typer.Option("--apply", help="Do it; without --apply, say what would be done.")]
+Timeout = Annotated[float, typer.Option("--timeout", min=30.0, help="Seconds the repeated measurements may take in all.")]
+
+
+def status(partition: Partition = None, node: Nodes = None, db: DbOption = None, json: JsonOption = False) -> None:
+    """Every node: its Slurm state and reason, its verdict and evidence, and the audit trail."""
+    from wirewise.orchestrator.health.fleet import fleet_status
+    from wirewise.orchestrator.store import Store
+
+    rows = fleet_status(Store(db), partition, node)
+    if json:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} node(s)")
+    for name in ("node", "state", "reason", "verdict", "evidence", "last action"):
+        table.add_column(name, overflow="fold", max_width=60)
+    for row in rows:
+        last = row["actions"][-1] if row["actions"] else None
+        table.add_row(row["node"], row["state"], row["reason"] or "", row["verdict"], "\n".join(row["evidence"]),
+                      f"{last['action']} {last['outcome']} ({last['asked_by']}, {last['at']:%Y-%m-%d %H:%M})" if last else "")
+    print_tables([table])
+
+
+def drain(
+    apply: Apply = False,
+    partition: Partition = None,
+    node: Nodes = None,
+    rules: RulesOption = None,
+    beyond: Annotated[int, typer.Option("--beyond-guardrails", min=0, help="The second confirmation: drain this many nodes past the guardrails (the dry run says how many).")] = 0,
+    timeout: Timeout = 900.0,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Drain the nodes with open findings, each after a repeat of its failing measurement
+    confirms it, with the reason wirewise:<rule>:<metric>:<delta>; never past the guardrails."""
+    from wirewise.orchestrator.health.fleet import fleet_drain
+    from wirewise.orchestrator.health.rules import load_rules
+    from wirewise.orchestrator.store import Store
+
+    loaded = load_rules(rules)
+    report = fleet_drain(Store(db), loaded, apply, partition, node, beyond, timeout, str(rules) if rules else None)
+    _show(report, json, {"would_drain": "would confirm, then drain", "drained": "drained", "not_confirmed": "not drained: the repeat passed",
+                         "not_measured": "not drained: not measured", "held": "held", "skipped": "skipped"})
+
+
+def retest(
+    apply: Apply = False,
+    partition: Partition = None,
+    node: Nodes = None,
+    rules: RulesOption = None,
+    timeout: Timeout = 900.0,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Run the defect's measurement again on the nodes wirewise drained, inside a maintenance
+    reservation (no user job lands there meanwhile); they stay drained until `fleet resume`."""
+    from wirewise.orchestrator.health.fleet import fleet_retest
+    from wirewise.orchestrator.health.rules import load_rules
+    from wirewise.orchestrator.store import Store
+
+    loaded = load_rules(rules)
+    report = fleet_retest(Store(db), loaded, apply, partition, node, timeout, str(rules) if rules else None)
+    _show(report, json, {"would_retest": "would re-test", "passed": "re-test passed", "failed": "re-test failed",
+                         "not_measured": "not measured", "skipped": "skipped"})
+
+
+def resume(apply: Apply = False, partition: Partition = None, node: Nodes = None, db: DbOption = None,
+           json: JsonOption = False) -> None:
+    """Return to service the nodes wirewise drained whose re-test passed."""
+    from wirewise.orchestrator.health.fleet import fleet_resume
+    from wirewise.orchestrator.store import Store
+
+    report = fleet_resume(Store(db), apply, partition, node)
+    _show(report, json, {"would_resume": "would resume", "resumed": "resumed", "skipped": "skipped"})
+
+
+def _show(report: dict[str, Any], json: bool, headings: dict[str, str]) -> None:
+    if json:
+        print_json(report)
+        return
+    said = False
+    for key, heading in headings.items():
+        for item in report.get(key) or []:
+            said = True
+            detail = item.get("why") or item.get("repeat") or item.get("retest") or "; ".join(item.get("confirm_by") or item.get("measure") or [])
+            typer.echo(f"{item['node']}: {heading}" + (f" ({item['reason']})" if item.get("reason") else "") + (f": {detail}" if detail else ""))
+    if not said:
+        typer.echo("nothing to do")
+    if report.get("stopped"):
+        typer.echo(f"stopped: {report['stopped']}")
+    if not report.get("apply") and any(report.get(k) for k in ("would_drain", "would_retest", "would_resume")):
+        typer.echo("dry run: nothing changed; --apply does it")
+
+
+__all__ = ["drain", "print_tables", "resume", "retest", "status"]

@@ -1,0 +1,17 @@
+"""Fleet health: the loop from measurements to Slurm and back (issue 19).
+
+    rules.py     the rules file (rules.yaml: the defaults), read and checked
+    baseline.py  baselines per fingerprint and case: from the history, to a file and back
+    judge.py     the rules over the history (pure functions of result facts)
+    live.py      the rules read on the node through NVML
+    findings.py  a finding, and the drain reason it gives
+    node.py      what Slurm runs on a node: the health check and the prolog
+    guard.py     the guardrails, and who asks
+    measure.py   a finding's measurement again, through the executor, judged as the finding was
+    pairs.py     `fleet pairs`' verdict as findings, and a pair finding's repeat judged
+    fleet.py     fleet status, drain, retest, resume
+    verdicts.py  what placement keeps off: drained nodes, open findings, the GPUs they name
+
+Every Slurm command goes through wirewise.orchestrator.slurm (slurm/states.py: node states,
+drain, resume, reservations), every statement through the store (store/health.py).
+"""

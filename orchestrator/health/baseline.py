@@ -1,0 +1,203 @@
+"""Baselines: what a node type (a fingerprint) is expected to measure, per case.
+
+A case is one measurement's identity on a wiring: for collectives the op, size, GPU-set shape
+(how many GPUs, packed or spread over NVLink groups), transport, in place or not and dtype;
+for training the model, strategy and GPU-set shape; either on GPUs or on CPU ranks. A baseline is the median of every ok
+result of the case and its spread (1.4826 x the median absolute deviation: a normal
+distribution's standard deviation, robust to the odd outlier), over repeats and nodes, with
+how many results and nodes it rests on and from which sources (imported nccl-tests logs
+count: at 256 MB and up they agree with wirewise's own figures within 2.3%, README).
+
+`wirewise baseline export` writes them to a file, `baseline import` stores a file's baselines,
+so a node type's expected figures travel to a cluster that has no history of it yet. Judging
+prefers the history (once it rests on `min_results` results) over an imported baseline.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute deviation
+FORMAT = "wirewise-baselines"
+VERSION = 1
+# What tells cases apart, per workload; `metric` is what is judged.
+CASE_FIELDS = {  # device: gpu, or cpu for CPU ranks (gloo), which measure the host: never one baseline
+    "collective": ("op", "bytes", "device", "gpus", "placement", "transport", "in_place", "dtype"),
+    "train": ("model", "strategy", "device", "gpus", "placement"),
+}
+METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}
+
+
+def case_of(fact: dict[str, Any]) -> dict[str, Any]:
+    return {name: fact[name] for name in CASE_FIELDS[fact["workload"]]}
+
+
+def case_key(workload: str, case: dict[str, Any]) -> tuple:
+    return (workload, *(case.get(name) for name in CASE_FIELDS[workload]))
+
+
+@dataclass
+class Baseline:
+    fingerprint: str
+    workload: str
+    case: dict[str, Any]
+    metric: str
+    median: float
+    spread: float  # robust standard deviation of one result, over repeats and nodes
+    results: int
+    nodes: int
+    sources: dict[str, int] = field(default_factory=dict)
+    origin: str = "history"  # or the file it was imported from
+
+    @property
+    def key(self) -> tuple:
+        return (self.fingerprint, *case_key(self.workload, self.case))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def spread_of(values: list[float], median: float | None = None) -> float:
+    median = statistics.median(values) if median is None else median
+    return MAD_TO_SIGMA * statistics.median(abs(v - median) for v in values)
+
+
+def summarize(fingerprint: str, workload: str, case: dict[str, Any], members: list[dict[str, Any]],
+              origin: str = "history") -> Baseline:
+    """The baseline of a case from its results (facts with the case's metric)."""
+    metric = METRIC[workload]
+    values = [m[metric] for m in members]
+    median = statistics.median(values)
+    sources: dict[str, int] = defaultdict(int)
+    for m in members:
+        sources[m["source"]] += 1
+    return Baseline(fingerprint, workload, case, metric, median, spread_of(values, median), len(values),
+                    len({m["node"] for m in members}), dict(sorted(sources.items())), origin)
+
+
+def group_by_case(facts: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """ok results with a fingerprint and their metric, by (fingerprint, workload, case...)."""
+    cases: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for fact in facts:
+        if fact["status"] != "ok" or not fact["fingerprint"] or fact["workload"] not in METRIC:
+            continue
+        if fact[METRIC[fact["workload"]]] is None:
+            continue
+        cases[(fact["fingerprint"], *case_key(fact["workload"], case_of(fact)))].append(fact)
+    return cases
+
+
+def baselines_from(facts: Iterable[dict[str, Any]]) -> list[Baseline]:
+    """Every case's baseline from the history, in a stable order."""
+    found = []
+    for key, members in group_by_case(facts).items():
+        fingerprint, workload = key[0], key[1]
+        found.append(summarize(fingerprint, workload, case_of(members[0]), members))
+    return sorted(found, key=lambda b: (b.fingerprint, b.workload, str(b.case)))
+
+
+def imported(store, fingerprints: set[str] | None = None) -> dict[tuple, Baseline]:
+    """The imported baselines by case (of these fingerprints); the newest import of a case wins."""
+    from wirewise.orchestrator.store.health import imported_baselines
+
+    return {b.key: b for b in (Baseline(**row) for row in reversed(imported_baselines(store, fingerprints)))}
+
+
+def export_document(baselines: list[Baseline], wirings: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The file `baseline export` writes: the wirings they belong to, then the baselines."""
+    from datetime import datetime, timezone
+
+    return {
+        "format": FORMAT, "version": VERSION,
+        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "wirings": {fp: wirings.get(fp, {}) for fp in sorted({b.fingerprint for b in baselines})},
+        "baselines": [{k: v for k, v in b.to_json().items() if k != "origin"} for b in baselines],
+    }
+
+
+def read_document(doc: Any, source: str) -> list[Baseline]:
+    """A `baseline export` file's baselines, checked; UserError names the file and the entry."""
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    from wirewise.errors import UserError, field_path
+
+    class Entry(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$")
+        workload: str = Field(pattern=r"^(collective|train)$")
+        case: dict[str, Any]
+        metric: str
+        median: float = Field(gt=0, allow_inf_nan=False)
+        spread: float = Field(ge=0, allow_inf_nan=False)
+        results: int = Field(ge=1)
+        nodes: int = Field(ge=1)
+        sources: dict[str, int] = Field(default_factory=dict)
+
+    class Document(BaseModel):
+        model_config = ConfigDict(extra="ignore")
+        format: str
+        version: int
+        baselines: list[Entry]
+
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UserError(f"{source}: not a wirewise baselines file (written by `wirewise baseline export`)")
+    if doc.get("version") != VERSION:
+        raise UserError(f"{source}: baselines file version {doc.get('version')!r}; this wirewise reads version {VERSION}")
+    try:
+        parsed = Document.model_validate(doc)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise UserError(f"{source}: {field_path(error['loc'])}: {error['msg']}") from None
+    found = []
+    for index, entry in enumerate(parsed.baselines):
+        wanted = CASE_FIELDS[entry.workload]
+        if set(entry.case) != set(wanted) or entry.metric != METRIC[entry.workload]:
+            raise UserError(f"{source}: baselines[{index}]: a {entry.workload} baseline has case fields "
+                            f"{', '.join(wanted)} and metric {METRIC[entry.workload]}")
+        found.append(Baseline(**entry.model_dump(), origin=source))
+    return found
+
+
+# -- the flows `wirewise baseline` runs -----------------------------------------------------------
+def export_baselines(store, fingerprint: str | None = None, include_cpu: bool = False) -> dict[str, Any]:
+    """The `baseline export` document: every case's baseline from the history (of one
+    fingerprint, a prefix resolved), and imported ones for cases the history lacks."""
+    from wirewise.orchestrator.report.query import facts, resolve
+    from wirewise.orchestrator.store.results import Filters
+    from wirewise.orchestrator.store.topology import list_topologies
+
+    filters = resolve(store, Filters(fingerprint=fingerprint, status="ok", include_cpu=include_cpu))
+    found = {b.key: b for b in baselines_from(facts(store, filters))}
+    for key, given in imported(store, None if filters.fingerprint is None else {filters.fingerprint}).items():
+        found.setdefault(key, given)  # the history's own baseline of a case comes first
+    wirings = {row["fingerprint"]: {"fabric": row["fabric"], "gpus": row["gpus"], "gpu_model": row["gpu_model"]}
+               for row in list_topologies(store)}
+    return export_document(sorted(found.values(), key=lambda b: (b.fingerprint, b.workload, str(b.case))), wirings)
+
+
+def read_file(path) -> list[Baseline]:
+    """A `baseline export` file's baselines, checked, named by the file's name (importing a newer
+    copy of the same file replaces them)."""
+    from pathlib import Path
+
+    from wirewise.errors import UserError
+    from wirewise.limits import MAX_RESULT_BYTES, loads_json, read_bounded
+
+    path = Path(path)
+    try:
+        doc = loads_json(read_bounded(path, MAX_RESULT_BYTES))
+    except OSError as exc:
+        raise UserError(f"cannot read baselines file {str(path)!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UserError(f"{path}: not JSON ({exc})") from None
+    return [replace_origin(b, path.name) for b in read_document(doc, str(path))]
+
+
+def replace_origin(baseline: Baseline, origin: str) -> Baseline:
+    from dataclasses import replace
+
+    return replace(baseline, origin=origin)

@@ -1,0 +1,305 @@
+"""The rules over the history: which nodes measured worse than they should.
+
+- busbw-below-baseline / tokens-below-baseline: per case, the node's latest `repeats` results
+  (their median) against the baseline of its fingerprint: the other results of the case in
+  the history (the node's older ones included: on a cluster with one node of a type, its own
+  past is the baseline), or an imported baseline while the history rests on fewer than
+  `min_results`. A size falls when the median is more than max_drop below the baseline's
+  median and more than `sigmas` standard errors (spread / sqrt(repeats)) below it; a case
+  (op, GPU set, transport, dtype) fires when at least min_share of its judged sizes fall.
+- slower-than-peers: in the node's latest campaign, each case's median per node; the node
+  against the median of its same-fingerprint peers', by more than max_drop and `sigmas` times
+  the spread of the peers' medians.
+- task-failed: a task of the node's latest campaign that failed or timed out where the same
+  case passed on at least min_peers same-fingerprint peers.
+
+Everything here is a pure function of facts (wirewise.orchestrator.report.query.facts rows), so
+the benchmark (tests/benchmarks/bench_rules.py) runs the same code on generated histories.
+`runs` tells a result's GPU indices and run parameters (for the measurement that confirms a
+finding); None leaves them out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wirewise.orchestrator.health.baseline import CASE_FIELDS, METRIC, Baseline, case_of, group_by_case, spread_of, summarize
+from wirewise.orchestrator.health.findings import Finding, percent
+from wirewise.orchestrator.health.rules import Rules
+from wirewise.units import human_bytes
+
+Runs = Callable[[list[int]], dict[int, dict[str, Any]]]  # result ids -> {id: {"gpus": [...], "params": {...}}}
+HISTORY_RULES = ("busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "task-failed")
+
+
+@dataclass
+class Judgement:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    judged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # node -> rules it was judged by
+
+
+def judge_history(nodes: list[str], history: list[dict[str, Any]], rules: Rules,
+                  imported: dict[tuple, Baseline] | None = None, runs: Runs | None = None) -> Judgement:
+    """Every enabled history rule on each node."""
+    out = Judgement()
+    cases = group_by_case(history)
+    for node in nodes:
+        for rule in HISTORY_RULES:
+            if not rules.rules.enabled(rule):
+                continue
+            out.judged[node].add(rule)
+            if rule == "slower-than-peers":
+                out.findings += slower_than_peers(node, history, rules, out.notes)
+            elif rule == "task-failed":
+                out.findings += task_failed(node, history, rules)
+            else:
+                workload = "collective" if rule == "busbw-below-baseline" else "train"
+                out.findings += below_baseline(node, cases, workload, rules, imported or {}, out.notes)
+    if runs is not None:
+        out.findings = [with_measurement(f, runs, rules) for f in out.findings]
+    return out
+
+
+# -- against the baseline -------------------------------------------------------------------
+@dataclass
+class Fallen:
+    """One judged size (or training case): the node's median against its reference."""
+
+    label: str
+    value: float
+    median: float
+    floor: float
+    basis: str
+    fell: bool
+    result_ids: list[int]
+
+    @property
+    def drop(self) -> float:
+        return self.value / self.median - 1
+
+    def evidence(self, unit: str) -> str:
+        return f"{self.label}: {self.value:.4g} {unit} vs {self.median:.4g} (floor {self.floor:.4g}, {percent(self.drop)})"
+
+
+def allowed_drop(rule, spread: float, median: float, repeats: int) -> float:
+    """The largest drop noise explains: max_drop, or `sigmas` standard errors of the node's median."""
+    relative = spread / median if median else 0.0
+    return min(1.0, max(rule.max_drop, rule.sigmas * relative / math.sqrt(max(repeats, 1))))
+
+
+def _latest(members: list[dict[str, Any]], node: str, repeats: int) -> list[dict[str, Any]]:
+    mine = [m for m in members if m["node"] == node]
+    return sorted(mine, key=lambda f: (str(f["started_at"]), f["id"]), reverse=True)[:repeats]
+
+
+def below_baseline(node: str, cases: dict[tuple, list[dict[str, Any]]], workload: str, rules: Rules,
+                   imported: dict[tuple, Baseline], notes: list[str]) -> list[Finding]:
+    rule = rules.rules.busbw_below_baseline if workload == "collective" else rules.rules.tokens_below_baseline
+    metric = METRIC[workload]
+    groups: dict[tuple, list[Fallen]] = defaultdict(list)
+    thin = 0
+    for key, members in cases.items():
+        if key[1] != workload:
+            continue
+        mine = _latest(members, node, rules.repeats)
+        if not mine:
+            continue
+        case = case_of(mine[0])
+        if workload == "collective" and case["bytes"] < rule.min_bytes:
+            continue
+        judged = {m["id"] for m in mine}
+        reference = _reference(key, [m for m in members if m["id"] not in judged], imported, rules.min_results)
+        if reference is None:
+            thin += 1
+            continue
+        value = statistics.median(m[metric] for m in mine)
+        floor = reference.median * (1 - allowed_drop(rule, reference.spread, reference.median, len(mine)))
+        basis = f"baseline of {reference.results} results on {reference.nodes} node(s)" + (
+            "" if reference.origin == "history" else f", imported from {reference.origin}")
+        label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
+        groups[_group(key[0], workload, case)].append(
+            Fallen(label, value, reference.median, floor, basis, value < floor, sorted(judged)))
+    if thin:
+        notes.append(f"{node}: {thin} {workload} case(s) have fewer than {rules.min_results} results to compare with "
+                     "(in the history or an imported baseline): not judged")
+    name = "busbw-below-baseline" if workload == "collective" else "tokens-below-baseline"
+    return [f for group, sizes in sorted(groups.items(), key=lambda item: str(item[0]))
+            if (f := _finding(node, name, workload, group, sizes, rule.min_share if workload == "collective" else 1.0))]
+
+
+def _reference(key: tuple, others: list[dict[str, Any]], imported: dict[tuple, Baseline], min_results: int) -> Baseline | None:
+    """The history's baseline of the case once it rests on min_results results, else an imported one that does."""
+    if len(others) >= min_results:
+        return summarize(key[0], key[1], case_of(others[0]), others)
+    given = imported.get(key)
+    return given if given is not None and given.results >= min_results else None
+
+
+def _size_label(case: dict[str, Any]) -> str:
+    return human_bytes(case["bytes"]) + (" in place" if case["in_place"] else "")
+
+
+def _group(fingerprint: str, workload: str, case: dict[str, Any]) -> tuple:
+    """What one finding covers: a collective's sizes and forms of one op, GPU set, transport and dtype."""
+    if workload == "collective":
+        return (fingerprint, workload, case["op"], case["device"], case["gpus"], case["placement"], case["transport"], case["dtype"])
+    return (fingerprint, workload, case["model"], case["strategy"], case["device"], case["gpus"], case["placement"])
+
+
+def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fallen], min_share: float,
+             peers: str = "") -> Finding | None:
+    fallen = [s for s in sizes if s.fell]
+    if not fallen or len(fallen) < min_share * len(sizes):
+        return None
+    fingerprint = group[0]
+    drop = statistics.median(s.drop for s in fallen)
+    unit = "GB/s" if workload == "collective" else "tokens/s"
+    if workload == "collective":
+        _, _, op, device, gpus, placement, transport, dtype = group
+        what = f"{op} on {_ranks(device, gpus)}{f' ({placement})' if placement else ''}, transport {transport}, {dtype}"
+        metric = f"{op}.busbw"
+        advice = ("re-run the case on this node to confirm (`wirewise fleet drain` does, before it drains); then check "
+                  "`wirewise doctor` on the node itself (NVLinks, PCIe), `nvidia-smi -q -d PERFORMANCE` for throttling, "
+                  "and other jobs on the node")
+    else:
+        _, _, model, strategy, device, gpus, placement = group
+        what = f"{model} {strategy} on {_ranks(device, gpus)}{f' ({placement})' if placement else ''}"
+        metric = f"{model}.{strategy}.tokens_per_s"
+        advice = "re-run the training case on this node to confirm; then check the node's collectives (`wirewise doctor`)"
+    judged = f"{len(fallen)} of {len(sizes)} judged size(s) fell" if workload == "collective" else ""
+    bases = ", ".join(sorted({s.basis for s in fallen}))
+    evidence = f"{what}, wiring {fingerprint[:12]}{peers}, against the {bases}: " + "; ".join(s.evidence(unit) for s in fallen)
+    if judged:
+        evidence += f" ({judged})"
+    key = "|".join(str(part) for part in (rule, *group))
+    reference = {"workload": workload, "metric": METRIC[workload],
+                 "sizes": {s.label: {"median": s.median, "floor": s.floor, "value": s.value} for s in sizes},
+                 "min_share": min_share, "result_ids": sorted({i for s in sizes for i in s.result_ids})}
+    return Finding(node, rule, evidence, advice, metric=metric, delta=percent(drop), key=key, reference=reference,
+                   measurement={"workload": workload, "case": dict(zip(_GROUP_FIELDS[workload], group[2:])),
+                                "fingerprint": fingerprint,
+                                "sizes": sorted({_size_of(s.label) for s in sizes}) if workload == "collective" else []})
+
+
+_GROUP_FIELDS = {"collective": ("op", "device", "gpus", "placement", "transport", "dtype"),
+                 "train": ("model", "strategy", "device", "gpus", "placement")}
+
+
+def _ranks(device: str, count) -> str:
+    return f"{count} CPU rank(s)" if device == "cpu" else f"{count} GPU(s)"
+
+
+def _size_of(label: str) -> int:
+    from wirewise.units import parse_size
+
+    return parse_size(label.split()[0])
+
+
+# -- against the peers ----------------------------------------------------------------------
+def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules, notes: list[str]) -> list[Finding]:
+    rule = rules.rules.slower_than_peers
+    campaign = _latest_campaign(node, history)
+    if campaign is None:
+        return []
+    fingerprints = {f["fingerprint"] for f in history if f["node"] == node and f["campaign"] == campaign}
+    in_campaign = [f for f in history if f["campaign"] == campaign and f["fingerprint"] in fingerprints]
+    groups: dict[tuple, list[Fallen]] = defaultdict(list)
+    few = 0
+    for key, members in group_by_case(in_campaign).items():
+        workload = key[1]
+        case = case_of(members[0])
+        if workload == "collective" and case["bytes"] < rule.min_bytes:
+            continue
+        per_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for m in members:
+            per_node[m["node"]].append(m)
+        if node not in per_node:
+            continue
+        peers = [statistics.median(m[METRIC[workload]] for m in ms) for peer, ms in per_node.items() if peer != node]
+        if len(peers) < rule.min_peers:
+            few += 1
+            continue
+        reference = statistics.median(peers)
+        value = statistics.median(m[METRIC[workload]] for m in per_node[node])
+        floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * spread_of(peers, reference) / reference)))
+        label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
+        groups[_group(key[0], workload, case)].append(Fallen(
+            label, value, reference, floor, f"median of {len(peers)} peers", value < floor,
+            sorted(m["id"] for m in per_node[node])))
+    if few:
+        notes.append(f"{node}: {few} case(s) of campaign {campaign} have fewer than {rule.min_peers} same-fingerprint "
+                     "peers: not compared with peers")
+    return [f for group, sizes in sorted(groups.items(), key=lambda item: str(item[0]))
+            if (f := _finding(node, "slower-than-peers", group[1], group, sizes, rule.min_share,
+                              peers=f", campaign {campaign}"))]
+
+
+def _latest_campaign(node: str, history: list[dict[str, Any]]) -> str | None:
+    latest: dict[str, str] = {}
+    for f in history:
+        if f["node"] == node and f["campaign"]:
+            latest[f["campaign"]] = max(latest.get(f["campaign"], ""), str(f["started_at"]))
+    return max(latest, key=latest.get) if latest else None
+
+
+# -- tasks that failed where their peers passed ------------------------------------------------
+def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> list[Finding]:
+    rule = rules.rules.task_failed
+    campaign = _latest_campaign(node, history)
+    if campaign is None:
+        return []
+    in_campaign = [f for f in history if f["campaign"] == campaign]
+    found = []
+    seen: set[tuple] = set()
+    for failed in in_campaign:
+        if failed["node"] != node or failed["status"] not in ("failed", "timeout"):
+            continue
+        what = (failed["workload"], failed["op"], failed["model"], failed["strategy"], failed["gpus"], failed["fingerprint"])
+        if what in seen:
+            continue
+        seen.add(what)
+        passed = {f["node"] for f in in_campaign
+                  if f["node"] != node and f["status"] == "ok" and f["fingerprint"] == failed["fingerprint"]
+                  and f["workload"] == failed["workload"] and f["gpus"] == failed["gpus"]
+                  and all(failed[k] is None or f[k] == failed[k] for k in ("op", "model", "strategy"))}
+        if len(passed) < rule.min_peers:
+            continue
+        name = failed["op"] or failed["model"] or failed["workload"]
+        found.append(Finding(
+            node, "task-failed",
+            f"{failed['workload']} {name} on {failed['gpus']} GPU(s) {failed['status']} in campaign {campaign}, "
+            f"where it passed on {len(passed)} peer(s) ({', '.join(sorted(passed)[:5])})",
+            "read the task's rank logs (`wirewise campaign status` names its folder); re-run it on this node",
+            metric=f"{name}.status", delta=failed["status"],
+            key="|".join(map(str, ("task-failed", *what))),
+            reference={"workload": failed["workload"], "result_ids": [failed["id"]]},
+            measurement={"workload": failed["workload"], "case": {"gpus": failed["gpus"]}, "fingerprint": failed["fingerprint"],
+                         "sizes": [failed["bytes"]] if failed["bytes"] else []},
+        ))
+    return found
+
+
+# -- what confirms a finding ---------------------------------------------------------------
+def with_measurement(finding: Finding, runs: Runs, rules: Rules) -> Finding:
+    """The finding with the run that shows it again: the judged results' GPUs and run
+    parameters (iterations, warm-up, backend), its sizes, `repeats` times."""
+    from dataclasses import replace
+
+    ids = finding.reference.get("result_ids") or []
+    known = runs(ids) if ids else {}
+    if not known or finding.measurement is None:
+        return finding
+    latest = known[max(known)]
+    measurement = {**finding.measurement, "gpus": latest["gpus"], "params": latest["params"],
+                   "device": latest.get("device"), "repeats": rules.repeats}
+    gpus = sorted({g for run in known.values() for g in run["gpus"]}) or None
+    return replace(finding, measurement=measurement, gpus=gpus)
+
+
+__all__ = ["CASE_FIELDS", "Judgement", "judge_history", "allowed_drop"]

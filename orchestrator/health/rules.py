@@ -1,0 +1,168 @@
+"""The rules file: what counts as a defect, and how far wirewise may act on one.
+
+The defaults ship beside this module (rules.yaml, documented line by line; docs/fleet.md has
+the figures behind them). A user's file (`--rules FILE`) has the same shape and is laid over
+the defaults: what it sets replaces, what it leaves out keeps its default. It is read with
+yaml.safe_load and validated with unknown keys refused; a problem is one line that names the
+file and the field path (`rules.busbw-below-baseline.max_drop: ...`), exit 2.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from wirewise.errors import UserError, field_path
+from wirewise.units import parse_size
+
+DEFAULTS = Path(__file__).with_name("rules.yaml")
+Strict = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def _size(value: Any) -> int:
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise ValueError(f"{value!r}: {exc}") from None
+
+
+class Rule(BaseModel):
+    model_config = Strict
+    enabled: bool = True
+
+
+class DropRule(Rule):
+    """A measured figure below its reference by more than max_drop and `sigmas` spreads."""
+
+    max_drop: float = Field(gt=0, lt=1)
+    sigmas: float = Field(ge=0)
+
+
+class SizedDropRule(DropRule):
+    min_bytes: int = Field(ge=1)
+    min_share: float = Field(gt=0, le=1)
+
+    _bytes = field_validator("min_bytes", mode="before")(lambda cls, v: _size(v))
+
+
+class PeersRule(SizedDropRule):
+    min_peers: int = Field(ge=1)
+
+
+class TaskRule(Rule):
+    min_peers: int = Field(ge=1)
+
+
+class PairRule(Rule):
+    tolerance: float = Field(gt=0, lt=1)
+
+
+class RuleSet(BaseModel):
+    model_config = Strict
+    busbw_below_baseline: SizedDropRule = Field(alias="busbw-below-baseline")
+    tokens_below_baseline: DropRule = Field(alias="tokens-below-baseline")
+    slower_than_peers: PeersRule = Field(alias="slower-than-peers")
+    nvlink_inactive: Rule = Field(alias="nvlink-inactive")
+    pcie_degraded: Rule = Field(alias="pcie-degraded")
+    wiring_changed: Rule = Field(alias="wiring-changed")
+    task_failed: TaskRule = Field(alias="task-failed")
+    pair_below_fleet: PairRule = Field(alias="pair-below-fleet")
+
+    def enabled(self, name: str) -> bool:
+        return getattr(self, name.replace("-", "_")).enabled
+
+
+class Guardrails(BaseModel):
+    model_config = Strict
+    max_share: float = Field(gt=0, le=1)
+    max_per_hour: int = Field(ge=1)
+
+
+class HealthCheck(BaseModel):
+    model_config = Strict
+    time_limit_s: float = Field(gt=0, le=55)  # slurmd kills the program at 60 s
+
+
+class Prolog(BaseModel):
+    model_config = Strict
+    op: str
+    min_bytes: int = Field(ge=1)
+    max_bytes: int = Field(ge=1)
+    iters: int = Field(ge=1)
+    warmup: int = Field(ge=0)
+    time_limit_s: float = Field(gt=0)
+    backend: Literal["nccl", "gloo"] | None = None  # default: nccl on GPUs, gloo on CPU ranks
+
+    _bytes = field_validator("min_bytes", "max_bytes", mode="before")(lambda cls, v: _size(v))
+
+    @field_validator("op")
+    @classmethod
+    def _known_op(cls, value: str) -> str:
+        from wirewise.registry import OPS
+
+        if value not in OPS:
+            raise ValueError(f"{value!r} is not one of {', '.join(OPS)}")
+        return value
+
+
+class Rules(BaseModel):
+    model_config = Strict
+    include_cpu: bool
+    repeats: int = Field(ge=1)
+    min_results: int = Field(ge=1)
+    rules: RuleSet
+    guardrails: Guardrails
+    health_check: HealthCheck
+    prolog: Prolog
+    source: str = Field("defaults", exclude=True)  # where they were read from, for messages
+
+
+@cache
+def _default_doc() -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(DEFAULTS.read_text())
+
+
+def default_rules() -> Rules:
+    return _validated(_default_doc(), str(DEFAULTS))
+
+
+def load_rules(path: str | Path | None) -> Rules:
+    """The defaults, with the file's values laid over them (None: the defaults alone)."""
+    if path is None:
+        return default_rules()
+    from wirewise.yamlfile import read_yaml
+
+    doc = read_yaml(path, "rules file")
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}: a rules file is a mapping (rules, guardrails, ...; see docs/fleet.md)")
+    return _validated(_laid_over(_default_doc(), doc), str(path))
+
+
+def _laid_over(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """`given` over `defaults`, mapping by mapping (a value that is no mapping replaces)."""
+    merged = dict(defaults)
+    for key, value in given.items():
+        if isinstance(value, dict) and isinstance(defaults.get(key), dict):
+            merged[key] = _laid_over(defaults[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _validated(doc: dict[str, Any], source: str) -> Rules:
+    try:
+        return Rules.model_validate({**doc, "source": source})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (check its spelling; docs/fleet.md lists the keys)"
+        where = field_path(error["loc"]) if error["loc"] else "rules"
+        raise UserError(f"{source}: {where}: {message}") from None

@@ -1,0 +1,307 @@
+"""Fleet health in the store: imported baselines, each node's checks and findings (its verdict),
+and the audit trail of every drain, re-test and resume (wirewise.orchestrator.health).
+
+A judgement of a node (`record_check`) keeps one open finding per rule and case: a finding
+found again is updated in place (its id, first sighting and confirmation kept), one its rule no
+longer finds is cleared, saying by what. Drains are claimed under the guardrails in one
+transaction that holds the audit table for its length (SQLite's BEGIN IMMEDIATE, PostgreSQL's
+table lock), so health checks that fire on every node at once cannot together drain more than
+the guardrails allow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from wirewise.orchestrator.store import Store
+
+OPEN, CLEARED = "open", "cleared"
+CLAIMED, DRAINED = "claimed", "drained"  # a drain's outcome while it is being applied, and once Slurm took it
+DRAINING_ACTIONS = ("drain", "health-check", "prolog")  # the actions that drain: the guardrails count them all
+
+# The columns the read path returns, each with how its value reads back (read.Dialect: json,
+# flag, when; None: as the driver gives it). schema.py defines the tables; tests/store checks
+# these against it, as it does store.results' columns.
+BASELINE_COLUMNS = {"fingerprint": None, "workload": None, "case": "json", "metric": None, "median": None,
+                    "spread": None, "results": None, "nodes": None, "sources": "json", "origin": None}
+CHECK_COLUMNS = {"id": None, "node": None, "source": None, "rules": "json", "healthy": "flag", "findings": None,
+                 "checked_at": "when"}
+FINDING_COLUMNS = {"id": None, "node": None, "rule": None, "key": None, "metric": None, "delta": None, "evidence": None,
+                   "advice": None, "gpus": "json", "measurement": "json", "reference": "json", "source": None,
+                   "status": None, "confirmed": "flag", "opened_at": "when", "updated_at": "when", "cleared_at": "when",
+                   "cleared_by": None}
+ACTION_COLUMNS = {"id": None, "node": None, "action": None, "outcome": None, "reason": None, "detail": None,
+                  "evidence": "json", "asked_by": None, "campaign": None, "at": "when"}
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON column's value with what JSON lacks (times) as text."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _select(store: Store, table: str, columns: dict[str, str | None], where: Callable | None = None,
+            order: str = "id") -> list[dict[str, Any]]:
+    """Rows of `table` as {column: value}, decoded as `columns` says. `where(p, d)` writes the
+    condition with the statement's Params `p` (each value through a placeholder) and Dialect `d`."""
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        condition = where(p, d) if where else ""
+        names = ", ".join(f'"{name}"' for name in columns)  # quoted: `case` is a keyword in both databases
+        rows = db.rows(f"SELECT {names} FROM {table}{' WHERE ' + condition if condition else ''} "
+                       f"ORDER BY {order}", p)
+    decoders = [getattr(d, kind) if kind else None for kind in columns.values()]
+    return [{name: (decode(value) if decode else value) for name, decode, value in zip(columns, decoders, row)}
+            for row in rows]
+
+
+def _all(*conditions: str | None) -> str:
+    return " AND ".join(c for c in conditions if c)
+
+
+# -- baselines ------------------------------------------------------------------------------
+def import_baselines(store: Store, baselines: list) -> dict[str, int]:
+    """Store baselines read from a file: a case already imported from a file of the same name
+    is replaced. Returns how many were added and replaced."""
+    from sqlalchemy import delete, insert
+
+    from wirewise.orchestrator.store.schema import BASELINES
+
+    def work(session) -> dict[str, int]:
+        counts = {"added": 0, "replaced": 0}
+        for b in baselines:
+            key = json.dumps(b.case, sort_keys=True)
+            gone = session.execute(delete(BASELINES).where(
+                BASELINES.c.fingerprint == b.fingerprint, BASELINES.c.workload == b.workload,
+                BASELINES.c.case_key == key, BASELINES.c.origin == b.origin)).rowcount
+            counts["replaced" if gone else "added"] += 1
+            session.execute(insert(BASELINES).values(
+                fingerprint=b.fingerprint, workload=b.workload, case_key=key, case=b.case, metric=b.metric,
+                median=b.median, spread=b.spread, results=b.results, nodes=b.nodes, sources=b.sources, origin=b.origin))
+        return counts
+
+    return store.write(work)
+
+
+def imported_baselines(store: Store, fingerprints: set[str] | None = None) -> list[dict[str, Any]]:
+    """The imported baselines (of these fingerprints), the newest import of each case first: the
+    fields of wirewise.orchestrator.health.baseline.Baseline."""
+    if fingerprints is not None and not fingerprints:
+        return []
+    where = None if fingerprints is None else (lambda p, d: f"fingerprint IN ({p.each(sorted(fingerprints))})")
+    return _select(store, "baselines", BASELINE_COLUMNS, where, order="imported_at DESC, id DESC")
+
+
+# -- results a finding rests on -------------------------------------------------------------
+def result_runs(store: Store, ids: list[int]) -> dict[int, dict[str, Any]]:
+    """{result id: its GPU indices, run parameters and device}: what a confirmation runs again."""
+    if not ids:
+        return {}
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        rows = db.rows(f"SELECT id, gpus, params, gpu_count, extra FROM results WHERE id IN ({p.each(sorted(set(ids)))})", p)
+    found = {}
+    for result_id, gpus, params, gpu_count, extra in rows:
+        gpus, params, extra = d.json(gpus), d.json(params), d.json(extra)
+        found[result_id] = {"gpus": list(gpus or []), "params": dict(params or {}),
+                            "device": "cpu" if gpu_count == 0 else (extra or {}).get("device")}
+    return found
+
+
+# -- checks and findings ----------------------------------------------------------------------
+def record_check(store: Store, node: str, source: str, rules: set[str], findings: list,
+                 confirmed: bool = False) -> dict[str, Any]:
+    """One judgement of `node` by `rules`: its findings stored (updated where the same rule and
+    case is open), the open findings of those rules it did not find again cleared. Returns the
+    check's id with the open, new and cleared finding ids."""
+    from sqlalchemy import insert, select, update
+
+    from wirewise.orchestrator.store.schema import FINDINGS, NODE_CHECKS as CHECKS
+
+    now = utcnow()
+
+    def work(session) -> dict[str, Any]:
+        check_id = session.execute(insert(CHECKS).values(
+            node=node, source=source, rules=sorted(rules), healthy=not findings, findings=len(findings), checked_at=now,
+        )).inserted_primary_key[0]
+        open_rows = {row.key: row for row in session.execute(
+            select(FINDINGS.c.id, FINDINGS.c.key, FINDINGS.c.rule).where(FINDINGS.c.node == node, FINDINGS.c.status == OPEN))}
+        kept, new = [], []
+        for f in findings:
+            values = dict(rule=f.check, metric=f.metric, delta=f.delta, evidence=f.evidence, advice=f.advice, gpus=f.gpus,
+                          measurement=f.measurement, reference=f.reference, source=source, updated_at=now)
+            if confirmed:
+                values["confirmed"] = True
+            if f.key in open_rows:
+                session.execute(update(FINDINGS).where(FINDINGS.c.id == open_rows[f.key].id).values(**values))
+                kept.append(open_rows.pop(f.key).id)
+            else:
+                new.append(session.execute(insert(FINDINGS).values(
+                    node=node, key=f.key, status=OPEN, opened_at=now, **{"confirmed": confirmed, **values})).inserted_primary_key[0])
+        cleared = [row.id for row in open_rows.values() if row.rule in rules]
+        if cleared:
+            session.execute(update(FINDINGS).where(FINDINGS.c.id.in_(cleared)).values(
+                status=CLEARED, cleared_at=now, cleared_by=f"{source}: not found again", updated_at=now))
+        return {"check": check_id, "open": kept + new, "new": new, "cleared": cleared}
+
+    return store.write(work)
+
+
+def add_check(store: Store, node: str, source: str, rules: set[str], healthy: bool, findings: int) -> int:
+    """A check of the node whose findings were stored or cleared one by one (a confirmation, a re-test)."""
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.store.schema import NODE_CHECKS as CHECKS
+
+    return store.write(lambda session: session.execute(insert(CHECKS).values(
+        node=node, source=source, rules=sorted(rules), healthy=healthy, findings=findings, checked_at=utcnow(),
+    )).inserted_primary_key[0])
+
+
+def clear_findings(store: Store, ids: list[int], by: str) -> None:
+    if ids:
+        from sqlalchemy import update
+
+        from wirewise.orchestrator.store.schema import FINDINGS
+
+        now = utcnow()
+        store.write(lambda session: session.execute(update(FINDINGS).where(FINDINGS.c.id.in_(ids), FINDINGS.c.status == OPEN)
+                                                    .values(status=CLEARED, cleared_at=now, cleared_by=by, updated_at=now)))
+
+
+def confirm_findings(store: Store, ids: list[int], evidence: dict[int, str]) -> None:
+    """Findings a repeat of their measurement showed again, with that repeat's evidence."""
+    from sqlalchemy import update
+
+    from wirewise.orchestrator.store.schema import FINDINGS
+
+    now = utcnow()
+
+    def work(session) -> None:
+        for finding_id in ids:
+            values: dict[str, Any] = {"confirmed": True, "updated_at": now}
+            if finding_id in evidence:
+                values["evidence"] = evidence[finding_id]
+            session.execute(update(FINDINGS).where(FINDINGS.c.id == finding_id).values(**values))
+
+    if ids:
+        store.write(work)
+
+
+def findings(store: Store, nodes: list[str] | None = None, status: str | None = OPEN,
+             ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """Findings (open ones by default), oldest first."""
+    if (nodes is not None and not nodes) or (ids is not None and not ids):
+        return []
+
+    def where(p, d) -> str:
+        return _all(nodes is not None and f"node IN ({p.each(nodes)})", status is not None and f"status = {p(status)}",
+                    ids is not None and f"id IN ({p.each(ids)})")
+
+    return _select(store, "findings", FINDING_COLUMNS, where)
+
+
+def latest_checks(store: Store, nodes: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Each node's latest check."""
+    if nodes is not None and not nodes:
+        return {}
+    where = None if nodes is None else (lambda p, d: f"node IN ({p.each(nodes)})")
+    return {row["node"]: row for row in _select(store, "node_checks", CHECK_COLUMNS, where, order="checked_at, id")}
+
+
+# -- the audit trail ------------------------------------------------------------------------
+def record_action(store: Store, node: str, action: str, outcome: str, asked_by: str, reason: str | None = None,
+                  detail: str | None = None, evidence: dict[str, Any] | None = None, campaign: str | None = None) -> int:
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
+    return store.write(lambda session: session.execute(insert(ACTIONS).values(
+        node=node, action=action, outcome=outcome, reason=reason, detail=detail, evidence=_plain(evidence or {}),
+        asked_by=asked_by, campaign=campaign, at=utcnow())).inserted_primary_key[0])
+
+
+def set_outcome(store: Store, action_id: int, outcome: str, detail: str | None = None, campaign: str | None = None) -> None:
+    from sqlalchemy import update
+
+    from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
+    values: dict[str, Any] = {"outcome": outcome}
+    if detail is not None:
+        values["detail"] = detail
+    if campaign is not None:
+        values["campaign"] = campaign
+    store.write(lambda session: session.execute(update(ACTIONS).where(ACTIONS.c.id == action_id).values(**values)))
+
+
+def actions(store: Store, nodes: list[str] | None = None, since: datetime | None = None) -> list[dict[str, Any]]:
+    """The audit trail, oldest first."""
+    if nodes is not None and not nodes:
+        return []
+
+    def where(p, d) -> str:
+        return _all(nodes is not None and f"node IN ({p.each(nodes)})", since is not None and f"at >= {p(d.moment(since))}")
+
+    return _select(store, "fleet_actions", ACTION_COLUMNS, where, order="at, id")
+
+
+def last_drains(store: Store, nodes: list[str]) -> dict[str, dict[str, Any]]:
+    """Each node's latest drain that wirewise applied (outcome drained)."""
+    if not nodes:
+        return {}
+
+    def where(p, d) -> str:
+        return (f"node IN ({p.each(nodes)}) AND action IN ({p.each(DRAINING_ACTIONS)}) AND outcome = {p(DRAINED)}")
+
+    return {row["node"]: row for row in _select(store, "fleet_actions", ACTION_COLUMNS, where, order="at, id")}
+
+
+Budget = Callable[[str, int, set[str]], str | None]  # (node, drains in the last hour, nodes claimed lately) -> why not
+
+
+def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, asked_by: str,
+                 recent_s: float = 600.0) -> list[dict[str, Any]]:
+    """Claim drains under the guardrails, in one transaction that holds the audit table: each
+    wanted drain (`node`, `reason`, `evidence`, `action` (default drain)) becomes an action row,
+    `claimed` while `budget` says nothing against it, else `held` with what it said. `budget` is
+    told the drains of the last hour and the nodes claimed in the last `recent_s` seconds
+    (drains Slurm may not show yet), each claim here counted in. Returns the rows, in order."""
+    from sqlalchemy import insert, select, text
+
+    from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
+    now = utcnow()
+
+    def work(session) -> list[dict[str, Any]]:
+        if session.bind.dialect.name == "postgresql":
+            session.execute(text("LOCK TABLE fleet_actions IN SHARE ROW EXCLUSIVE MODE"))
+        taken = session.execute(select(ACTIONS.c.node, ACTIONS.c.at).where(
+            ACTIONS.c.action.in_(DRAINING_ACTIONS), ACTIONS.c.outcome.in_((CLAIMED, DRAINED)),
+            ACTIONS.c.at >= now - timedelta(hours=1))).all()
+        hour = len(taken)
+        recent = {node for node, at in taken if _aware(at) >= now - timedelta(seconds=recent_s)}
+        rows = []
+        for item in wanted:
+            why = budget(item["node"], hour, recent)
+            if why is None:
+                hour += 1
+                recent.add(item["node"])
+            row = {"node": item["node"], "action": item.get("action", "drain"), "outcome": CLAIMED if why is None else "held",
+                   "reason": item["reason"], "detail": why, "evidence": _plain(item.get("evidence") or {}),
+                   "asked_by": asked_by, "campaign": item.get("campaign"), "at": now}
+            row["id"] = session.execute(insert(ACTIONS).values(**row)).inserted_primary_key[0]
+            rows.append(row)
+        return rows
+
+    return store.write(work)
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite gives stored times back without their zone: they are UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

@@ -1,0 +1,77 @@
+"""The guardrails and the parts of the loop that need no cluster: sinfo's node lines as seen
+on clusters, the drain budget per partition and per hour, and drains claimed in the store by
+many processes at once (SQLite and PostgreSQL), which must together stay within the limits."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import pytest
+
+from wirewise.orchestrator.health.guard import Budget, share_limit
+from wirewise.orchestrator.health.rules import Guardrails
+from wirewise.orchestrator.slurm.states import parse_sinfo
+
+SINFO = """\
+gpu001|gpu*|idle|root(0)|2026-12-01T10:00:00|none
+gpu002|gpu*|drained|alice(1001)|2026-12-01T09:12:44|PSU swap | ticket 4711
+gpu002|debug|drained|alice(1001)|2026-12-01T09:12:44|PSU swap | ticket 4711
+gpu003|gpu*|mixed$|root(0)|Unknown|none
+gpu004|gpu*|down*|slurm(64030)|2026-12-01T08:00:00|Not responding
+gpu005|gpu*|draining|root(0)|2026-12-01T11:00:00|wirewise:busbw-below-baseline:all_reduce.busbw:-12.4%
+"""
+
+
+def test_sinfo_lines_as_clusters_print_them():
+    found = parse_sinfo(SINFO)
+    assert found["gpu002"].partitions == ("debug", "gpu") and found["gpu002"].reason == "PSU swap | ticket 4711"
+    assert (found["gpu002"].reason_by, found["gpu002"].drained, found["gpu002"].available) == ("alice(1001)", True, False)
+    assert (found["gpu001"].reason, found["gpu001"].reason_by, found["gpu001"].available) == (None, None, True)
+    assert (found["gpu003"].state, found["gpu003"].available) == ("mixed", True)
+    assert (found["gpu004"].state, found["gpu004"].responding, found["gpu004"].available) == ("down", False, False)
+    assert found["gpu005"].drained and found["gpu005"].reason.startswith("wirewise:")
+
+
+def test_the_budget_per_partition_and_per_hour():
+    states = parse_sinfo("\n".join(f"n{i:02d}|gpu|idle|||none" for i in range(30)) + "\nn30|gpu|down|||dead\n")
+    rails = Guardrails(max_share=0.1, max_per_hour=5)
+    assert share_limit(31, rails) == 3 and share_limit(3, rails) == 1 and share_limit(10, rails) == 1
+    budget = Budget(rails, states)
+    assert budget("n01", 0, set()) is None and budget("n02", 1, {"n01"}) is None  # n30 down + n01 + n02 = 3
+    assert budget("n03", 2, {"n01", "n02"}).startswith("guardrail max_share: partition gpu has 3 of 31 node(s) unavailable")
+    assert budget("n04", 5, set()) == "guardrail max_per_hour: wirewise drained 5 node(s) in the last hour (at most 5)"
+    beyond = Budget(rails, states, beyond=1)
+    assert beyond("n03", 2, {"n01", "n02"}) is None and beyond.passed_beyond == ["n03"]
+    assert beyond("n04", 3, {"n01", "n02", "n03"}) is not None  # one confirmed, no more
+
+
+def _claim(url: str, node: str, barrier, outcomes) -> None:
+    from wirewise.orchestrator.health.guard import Budget
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import claim_drains
+
+    states = parse_sinfo("\n".join(f"n{i}|gpu|idle|||none" for i in range(8)))
+    store = Store(url)
+    barrier.wait()
+    [row] = claim_drains(store, [{"node": node, "reason": "wirewise:test:x:-1"}], Budget(Guardrails(max_share=0.25, max_per_hour=5), states),
+                         "a test")
+    outcomes.put(row["outcome"])
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_drains_claimed_at_once_stay_within_the_limits(database, tmp_path, request):
+    """Eight health checks that fire at the same moment on an 8-node partition (max_share 0.25:
+    two nodes): the store lets exactly two drains through."""
+    from wirewise.orchestrator.store import Store
+
+    url = f"sqlite:///{tmp_path / 'wirewise.db'}" if database == "sqlite" else request.getfixturevalue("pg_url")
+    Store(url)
+    ctx = mp.get_context("spawn")
+    barrier, outcomes = ctx.Barrier(8), ctx.Queue()
+    procs = [ctx.Process(target=_claim, args=(url, f"n{i}", barrier, outcomes)) for i in range(8)]
+    for p in procs:
+        p.start()
+    said = sorted(outcomes.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert said == ["claimed"] * 2 + ["held"] * 6
