@@ -90,13 +90,15 @@ def record_submitted(spec: Path, folder: Path, env: dict) -> int:
     code = f"""
 from pathlib import Path
 from wirewise.orchestrator.campaign import campaign_folder, plan_spec
-from wirewise.orchestrator.campaign.folder import CampaignFolder
+from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.campaigns import create_campaign, set_submitted
 spec, plan = plan_spec({str(spec)!r})
 store = Store()
 root = campaign_folder(spec)
-create_campaign(store, spec.name, spec.model_dump(mode="json", exclude_unset=True), str(root), "slurm", plan.tasks)
+doc = spec.model_dump(mode="json", exclude_unset=True)
+create_campaign(store, spec.name, doc, str(root), "slurm", plan.tasks)
+write_campaign(root, spec.name, doc, plan.to_json(), [task.spec for task in plan.tasks])
 jobs, placed = {{}}, {{}}
 for i, task in enumerate(plan.tasks):
     job = jobs.setdefault(task.spec.hosts[0], str(5000 + len(jobs)))
@@ -104,7 +106,6 @@ for i, task in enumerate(plan.tasks):
 set_submitted(store, spec.name, placed, sorted(set(jobs.values())))
 folder = CampaignFolder(root)
 for i, task in enumerate(plan.tasks):
-    folder.write_task(task.spec)
     if i % 2 == 0:
         folder.attempt_dir(task.spec.task_id, 1).mkdir()
         folder.write_outcome(task.spec.task_id, "ok", 1)

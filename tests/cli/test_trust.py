@@ -289,7 +289,7 @@ BAD_SPECS = {
     "axes.repeats true (YAML's boolean, not a count)": (yaml.safe_dump({**SPEC, "axes": {"repeats": True}}).encode(),
                                                          "axes.repeats: Input should be a valid integer"),
     "iterations past any run": (yaml.safe_dump({**SPEC, "workloads": [{"collectives": {"ops": ["all_reduce"], "iters": 10**20}}]}).encode(),
-                                "less than or equal to 1000000"),
+                                "less than or equal to 1000000000"),
     "not UTF-8": (b"name: \xff\xfe\n", "not UTF-8 text (byte 6 is 0xff)"),
     "YAML nested 5,000 deep": (b"name: x\nworkloads: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested deeper than 100 levels"),
     "axes.repeats 10^23": (yaml.safe_dump({**SPEC, "axes": {"repeats": 10**23}}).encode(), "axes.repeats: Input should be less than or equal to 10000"),
