@@ -113,7 +113,7 @@ def test_the_front_door_is_lazy_and_the_only_way_back() -> None:
 
 
 STORE = "wirewise.orchestrator.store"
-SQL_MODULES = ("sqlalchemy", f"{STORE}.schema", f"{STORE}.models")  # the SQL and the tables it is written on
+SQL_MODULES = ("sqlalchemy", f"{STORE}.schema", f"{STORE}.orm")  # the SQL and the tables it is written on
 
 
 def sql_outside_the_store(files: dict[str, Path]) -> list[str]:

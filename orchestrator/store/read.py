@@ -3,7 +3,7 @@
 Why not SQLAlchemy here: a query command must start within 3x of `wirewise --help` (issue 21,
 item 10), and importing SQLAlchemy's Core alone costs about 100 ms, 1.7x a whole `--help` (60
 ms; both on the quiet 2-core machine, `python -X importtime`). Writes and migrations keep
-SQLAlchemy (schema.py, models.py, alembic); the reads are a dozen statements (results.py,
+SQLAlchemy (schema.py, orm.py, alembic); the reads are a dozen statements (results.py,
 topology.py, campaigns.py), written once for both databases. What differs between SQLite and
 PostgreSQL is Dialect's: placeholders, JSON fields, string aggregation, exact float text, NaN,
 and the values SQLite keeps as text (JSON, timestamps) or integers (booleans).

@@ -1,6 +1,6 @@
 """The tables, as SQLAlchemy Core defines them: the one definition of the schema, which the
 writes (Core statements), the migrations' check (alembic's autogenerate, tests/store) and the
-ORM mapping of models.py use. Schema changes go through alembic (db/versions).
+ORM mapping of orm.py use. Schema changes go through alembic (db/versions).
 
 The read path never imports this module (read.py says why): what it needs of the column types,
 it names (store.results: JSON_COLUMNS and the others; tests/store checks them against these).

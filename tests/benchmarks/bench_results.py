@@ -60,7 +60,7 @@ def build(path: Path, rows: int) -> dict[str, str]:
     from sqlalchemy import func, select
 
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.orm import ResultRow
     from wirewise.orchestrator.store.topology import save_topology
     from wirewise.topology import topology_from_text
 

@@ -55,7 +55,7 @@ def _wait_until_sweeping(runs: Path, proc: subprocess.Popen, limit_s: float = 60
 
 def _stored_status(db_url: str):
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.orm import ResultRow
 
     with Store(db_url).session() as session:
         return session.execute(select(ResultRow.status, ResultRow.error, ResultRow.params)).all()

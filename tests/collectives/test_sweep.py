@@ -74,7 +74,7 @@ def test_cpu_ranks_never_pass_as_gpu_measurements(tmp_path, db_url):
     ranks, device cpu, no GPU indices (gpu_count 0, which keeps them out of fabric figures
     unless asked for), the node's wiring kept for that asking, and a warning for each."""
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow, TopologyRow
+    from wirewise.orchestrator.store.orm import ResultRow, TopologyRow
 
     proc = wirewise(
         "bench", "collectives", "--backend", "gloo", "--gpus", "0,1", "--topology-file", str(TOPO_FILE),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import ResultRow
+from wirewise.orchestrator.store.orm import ResultRow
 
 BUSBW_FLOOR = 0.95
 BANDWIDTH_FROM = 1024**2

@@ -42,7 +42,7 @@ def _stored_versions(db: Path) -> list[str | None]:
     from sqlalchemy import select
 
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.orm import ResultRow
 
     with Store(f"sqlite:///{db}").session() as session:
         return [v["wirewise"] for v in session.scalars(select(ResultRow.versions))]

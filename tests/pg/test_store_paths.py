@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from tests.conftest import FIXTURES
 from wirewise.orchestrator.record.ingest import ingest_result_file
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, ResultRow, TopologyRow
+from wirewise.orchestrator.store.orm import NodeRow, NodeTopologyRow, ResultRow, TopologyRow
 from wirewise.record import ResultRecord
 from wirewise.topology import read_topology
 

@@ -19,7 +19,7 @@ from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # named: predict
 from wirewise.orchestrator.slurm.nodes import job_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import PlacedJobRow
+from wirewise.orchestrator.store.orm import PlacedJobRow
 from wirewise.topology import read_topology
 
 pytestmark = pytest.mark.slurm

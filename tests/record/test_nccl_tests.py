@@ -89,7 +89,7 @@ def test_rows_without_a_wrong_count():
 
 def test_import_is_idempotent_and_fingerprinted(tmp_path, db_url):
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.orm import ResultRow
     from wirewise.topology import read_topology
 
     first = wirewise_json("import", "nccl-tests", str(OLD_LOG), "--topology-file", str(POLARIS_TOPO), "--db", db_url)
@@ -132,7 +132,7 @@ def test_import_records_transport_and_environment_like_a_native_run(db_url):
     """--transport pcie and --env land where `bench collectives --transport pcie` puts them
     (params.transport, env.NCCL_P2P_DISABLE), so one query by transport finds both kinds of row."""
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.orm import ResultRow
 
     summary = wirewise_json("import", "nccl-tests", str(P2P_OFF_LOG), "--transport", "pcie", "--env", "NCCL_PROTO=Simple",
                             "--env", "NCCL_ALGO=Ring", "--topology-file", str(H200_TOPO), "--db", db_url)
@@ -248,7 +248,7 @@ def test_record_ids_come_from_the_measurement_not_the_bytes(tmp_path, db_url):
 
 def _stored(db_url):
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.orm import ResultRow
 
     with Store(db_url).session() as session:
         return session.scalars(select(ResultRow)).all()

@@ -46,7 +46,7 @@ def _out_of_place(rows, op, size):
 
 def _stored(db_url, **where):
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.models import ResultRow
+    from wirewise.orchestrator.store.orm import ResultRow
 
     query = select(ResultRow).where(*(getattr(ResultRow, k) == v for k, v in where.items()))
     with Store(db_url).session() as session:

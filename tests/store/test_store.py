@@ -14,7 +14,7 @@ from wirewise.db import HEAD
 from wirewise.orchestrator.record.ingest import store_records
 from wirewise.record import ResultRecord
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import Base, ResultRow
+from wirewise.orchestrator.store.orm import Base, ResultRow
 from tests.conftest import FIXTURES, wirewise
 
 WRITERS, ROWS_EACH = 16, 500

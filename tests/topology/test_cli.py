@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.models import NodeRow, NodeTopologyRow, TopologyRow
+from wirewise.orchestrator.store.orm import NodeRow, NodeTopologyRow, TopologyRow
 from wirewise.orchestrator.store.topology import list_topologies, save_topology
 from wirewise.topology import read_topology, topology_from_text
 from tests.conftest import WIREWISE, wirewise, wirewise_json

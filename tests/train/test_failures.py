@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from wirewise.orchestrator.store.models import ResultRow
+from wirewise.orchestrator.store.orm import ResultRow
 from tests.train.conftest import QUICK, bench_train
 
 pytestmark = pytest.mark.slow
