@@ -24,11 +24,11 @@ import submitit
 from wirewise.orchestrator.campaign.folder import CampaignFolder
 from wirewise.orchestrator.slurm.gpus import device_ids
 
-Run = tuple[str, int]  # (task id, attempt)
+Attempt = tuple[str, int]  # (task id, attempt number): one go of a task
 OnTask = Callable[[str, str], None]  # (task id, status) after each task
 
 
-def run_bundle(folder: str | Path, runs: list[Run], on_task: OnTask | None = None) -> dict[str, str]:
+def run_bundle(folder: str | Path, runs: list[Attempt], on_task: OnTask | None = None) -> dict[str, str]:
     """Run the bundle's tasks here; returns {task id: status} of what it ran."""
     from wirewise.jobs.launch import RESULT_FILE, run_task, step_key
 
@@ -66,7 +66,7 @@ class Bundle(submitit.helpers.Checkpointable):
     def __init__(self, on_task: OnTask | None = None) -> None:
         self.on_task = on_task
 
-    def __call__(self, folder: str, runs: list[Run]) -> dict[str, str]:
+    def __call__(self, folder: str, runs: list[Attempt]) -> dict[str, str]:
         return run_bundle(folder, runs, self.on_task)
 
     def checkpoint(self, *args, **kwargs):

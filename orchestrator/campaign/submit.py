@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wirewise.orchestrator.campaign.bundle import Run
+from wirewise.orchestrator.campaign.bundle import Attempt
 from wirewise.orchestrator.campaign.spec import Target
 from wirewise.errors import UserError
 from wirewise.orchestrator.executor.core import Executor, JobRequest, Node, Scope
@@ -51,7 +51,7 @@ class Pin:
 class Submission:
     """What one submission sends: bundles, split into arrays, each with the job its elements ask for."""
 
-    bundles: list[list[Run]]
+    bundles: list[list[Attempt]]
     arrays: list[range]  # bundle indices per array (each array's elements are numbered from 0)
     parameters: dict[str, Any]  # the executor's own form of the request (submitit's update_parameters), the first array's
     request: JobRequest
@@ -74,7 +74,7 @@ class Submission:
         return shown
 
 
-def make_bundles(runs: list[Run], target: Target) -> list[list[Run]]:
+def make_bundles(runs: list[Attempt], target: Target) -> list[list[Attempt]]:
     size = 1 if target.nodes > 1 else target.tasks_per_element
     return [runs[i : i + size] for i in range(0, len(runs), size)]
 
@@ -95,15 +95,15 @@ def fingerprint_feature(fingerprint: str | None) -> str | None:
     return f"fp-{fingerprint[:12]}" if fingerprint else None
 
 
-def prepare(runs: list[Run], target: Target, request: JobRequest, executor: Executor, dry_run: bool = False,
+def prepare(runs: list[Attempt], target: Target, request: JobRequest, executor: Executor, dry_run: bool = False,
             pins: dict[str, Pin] | None = None) -> Submission:
     """Bundles and arrays for the runs; with `pins` (task id -> Pin), one set of arrays per
     node set, each asking for its nodes."""
     limit = executor.array_limit(dry_run)
-    groups: dict[Pin | None, list[Run]] = {}
+    groups: dict[Pin | None, list[Attempt]] = {}
     for run in runs:
         groups.setdefault((pins or {}).get(run[0]), []).append(run)
-    bundles: list[list[Run]] = []
+    bundles: list[list[Attempt]] = []
     arrays: list[range] = []
     requests: list[JobRequest] = []
     for pin, pinned in groups.items():
@@ -137,8 +137,8 @@ def check_room(executor: Executor, request: JobRequest) -> None:
                     "target.scope each-node)")
 
 
-def on_live_nodes(target: Target, executor: Executor, runs: list[Run],
-                  stored) -> tuple[list[Run], dict[str, Pin], str | None, dict[str, str]]:
+def on_live_nodes(target: Target, executor: Executor, runs: list[Attempt],
+                  stored) -> tuple[list[Attempt], dict[str, Pin], str | None, dict[str, str]]:
     """Where runs go again (a resume): (the runs that go, their pins, the nodes the others must
     keep off as a node list, {node: why} for the nodes pinned runs wait for). A run pinned to a
     node the executor says takes no work waits; the others go anywhere but such nodes (unless
