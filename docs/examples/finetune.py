@@ -84,6 +84,9 @@ def main() -> None:
                     "result_file": str(callback.result_file) if callback.result_file else None}
             with open(args.report, "w") as fh:
                 json.dump(seen, fh, indent=1)
+    if torch.distributed.is_initialized():  # every rank ends together: gloo aborts a rank whose peers left first
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 class ArithmeticSequences:
