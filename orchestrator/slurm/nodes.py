@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from wirewise.errors import UserError
+from wirewise.limits import MAX_NODES
 from wirewise.orchestrator.slurm.command import available, slurm
 from wirewise.ranges import GPU_INDICES, parse_ranges
 
@@ -24,9 +25,6 @@ _GRES_USED = re.compile(r"GresUsed=(\S*)")
 _INDICES = re.compile(r"gpu[^,(]*\(IDX:([^)]*)\)")
 _JOB_NODE_GRES = re.compile(r"^\s*Nodes=(\S+) .*GRES=gpu[^(]*\(IDX:([^)]*)\)")
 _SWITCH = re.compile(r"SwitchName=(\S+).*?\bNodes=(\S+)")
-# More names than any cluster has (the largest run about 10,000 nodes): a node list past this
-# is refused before it is expanded.
-MAX_HOSTS = 65536
 
 
 def used_from_scontrol(text: str) -> set[int]:
@@ -96,8 +94,8 @@ def hostnames(hostlist: str) -> list[str]:
     JobEnvironment reads SLURM_JOB_NODELIST with), after counting the names without expanding."""
     from submitit.slurm.slurm import SlurmParseException, _parse_node_list
 
-    if host_count(hostlist) > MAX_HOSTS:
-        raise UserError(f"node list {hostlist[:60]!r} names more than {MAX_HOSTS} nodes")
+    if host_count(hostlist) > MAX_NODES:
+        raise UserError(f"node list {hostlist[:60]!r} names more than {MAX_NODES} nodes")
     try:
         return _parse_node_list(hostlist)
     except SlurmParseException:
@@ -121,7 +119,7 @@ def _span(part: str) -> int:
     if not (low.isdigit() and (high or low).isdigit()):
         return 1  # not a range: submitit's parser says what is wrong with it
     if len(low) > 9 or len(high) > 9:
-        return MAX_HOSTS + 1  # 10^9 names or more
+        return MAX_NODES + 1  # 10^9 names or more
     return max(0, int(high or low) - int(low) + 1)
 
 
@@ -145,11 +143,17 @@ class SlurmNode:
     @property
     def unavailable(self) -> str | None:
         """Why no new job should go there ('down', 'drained', 'not responding', ...); None: usable."""
-        words = re.split(r"[+~#!%$@^-]", self.state.rstrip("*").lower())
-        reason = next((word for word in words if word.startswith(_NO_NEW_JOBS)), None)
-        if self.state.endswith("*"):
-            return f"{reason}, not responding" if reason else "not responding"
-        return reason
+        return unavailable(self.state)
+
+
+def unavailable(state: str) -> str | None:
+    """Why a node in this sinfo state (%T, flags included) takes no new job; None: it does. The
+    one rule for every reader of node states (scopes here, the health loop's slurm.states)."""
+    words = re.split(r"[+~#!%$@^-]", state.rstrip("*").lower())
+    reason = next((word for word in words if word.startswith(_NO_NEW_JOBS)), None)
+    if state.endswith("*"):
+        return f"{reason}, not responding" if reason else "not responding"
+    return reason
 
 
 def nodes_from_sinfo(text: str) -> list[SlurmNode]:

@@ -28,7 +28,6 @@ _FIELDS = "%N|%P|%T|%U|%H|%E"  # the reason last: it may hold the separator
 # sinfo's long state names (%T) end in a flag: * not responding, ~ powered off, # powering up,
 # ! powering down, % powered down, $ maintenance reservation, @ reboot pending, ^ rebooting, - planned.
 _FLAGS = "*~#!%$@^-"
-UNAVAILABLE = ("drain", "down", "fail", "inval", "unk", "maint", "reboot", "power")
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,11 @@ class NodeState:
 
     @property
     def available(self) -> bool:
-        """Takes jobs: not drained, down, failed or in maintenance."""
-        return not any(word in self.state for word in UNAVAILABLE)
+        """Takes jobs, by the one rule of wirewise.orchestrator.slurm.nodes.unavailable (a node
+        that does not answer takes none)."""
+        from wirewise.orchestrator.slurm.nodes import unavailable
+
+        return unavailable(self.state + ("" if self.responding else "*")) is None
 
     def to_json(self) -> dict:
         return {"node": self.name, "state": self.state, "partitions": list(self.partitions), "reason": self.reason,

@@ -12,7 +12,8 @@ import pytest
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.slurm.command import SlurmError, SlurmTimeout, SlurmUnavailable, slurm
-from wirewise.orchestrator.slurm.nodes import MAX_HOSTS, hostnames, leaf_switches_from, used_from_scontrol
+from wirewise.limits import MAX_NODES
+from wirewise.orchestrator.slurm.nodes import hostnames, leaf_switches_from, used_from_scontrol
 
 
 @pytest.fixture
@@ -97,7 +98,7 @@ def test_leaf_switches_from_scontrol_show_topology() -> None:
 def test_node_lists_expand_through_submitit_and_are_bounded_first() -> None:
     assert hostnames("gpu[01-03,07],cpu7") == ["gpu01", "gpu02", "gpu03", "gpu07", "cpu7"]
     assert hostnames("r[1-2]n[1-2]") == ["r1n1", "r1n2", "r2n1", "r2n2"]
-    with pytest.raises(UserError, match=f"names more than {MAX_HOSTS} nodes"):
+    with pytest.raises(UserError, match=f"names more than {MAX_NODES} nodes"):
         hostnames("gpu[0-99999999999]")
     with pytest.raises(UserError, match="not a Slurm node list"):
         hostnames("gpu[01-03")
