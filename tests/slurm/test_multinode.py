@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -22,12 +23,14 @@ import yaml
 
 from tests.conftest import FIXTURES, WIREWISE, wirewise_json
 from tests.slurm.fixture import cancel_jobs_under
+from wirewise.jobs.peers import PEER_SILENCE_S
 
 pytestmark = pytest.mark.multinode
 A100 = FIXTURES / "topo" / "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt"
 QUICK = {"ops": ["all_reduce"], "min_bytes": "4K", "max_bytes": "8K", "iters": 2, "warmup": 1, "check": True}
 SLOW = {**QUICK, "iters": 10_000_000}
 TIMEOUT_S = 120  # each task's; the failures below must end their task long before it
+SLURMD_TIMEOUT_S = 30  # the test cluster's (tests/slurm/multinode.sh)
 
 
 @pytest.fixture(autouse=True)
@@ -180,6 +183,10 @@ def test_the_second_node_lost_ends_the_task_within_its_timeout(multinode, tmp_pa
     (status, nodes, error), = rows(db_url, "SELECT status, nodes, error FROM results")
     assert status == "failed" and json.loads(nodes) == ["wwn1", "wwn2"]
     assert "node 1 (wwn2) lost" in error, error
+    # Told by the supervisors themselves, not by Slurm: the silence they saw is PEER_SILENCE_S,
+    # under the test cluster's SlurmdTimeout (30 s), after which Slurm would have ended the step.
+    silence = float(re.search(r"no word from its supervisor for (\d+) s", error).group(1))
+    assert PEER_SILENCE_S <= silence < SLURMD_TIMEOUT_S, error
 
 
 def _host_state() -> dict:
