@@ -123,7 +123,7 @@ def read_document(doc: Any, source: str) -> list[Baseline]:
     """A `baseline export` file's baselines, checked; UserError names the file and the entry."""
     from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-    from wirewise.errors import UserError, field_path
+    from wirewise.errors import UserError, first_problem
 
     class Entry(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -150,8 +150,7 @@ def read_document(doc: Any, source: str) -> list[Baseline]:
     try:
         parsed = Document.model_validate(doc)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        raise UserError(f"{source}: {field_path(error['loc'])}: {error['msg']}") from None
+        raise UserError(f"{source}: {first_problem(exc)}") from None
     found = []
     for index, entry in enumerate(parsed.baselines):
         wanted = CASE_FIELDS[entry.workload]

@@ -39,6 +39,16 @@ class Finding:
     def reason(self) -> str:
         return drain_reason(self.check, self.metric, self.delta)
 
+    @property
+    def severity(self) -> tuple[bool, float]:
+        """The order findings lead a drain in: a live fault first (hardware), then the largest
+        drop (the most negative delta; a delta that is no number counts as none)."""
+        try:
+            drop = float(self.delta.rstrip("%"))
+        except ValueError:
+            drop = 0.0
+        return (self.check not in LIVE_RULES, drop)
+
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "reason": self.reason}
 

@@ -106,7 +106,7 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
                for n in sorted(by_node) if not states[n].available]
     candidates = [n for n in sorted(by_node) if states[n].available]
     wanted = sorted(({"node": n, "lead": most_severe([_as_finding(r) for r in by_node[n]])} for n in candidates),
-                    key=lambda w: _severity(w["lead"]))
+                    key=lambda w: w["lead"].severity)
     for w in wanted:
         w["reason"] = w["lead"].reason
         w["evidence"] = {"findings": [_finding_json(r) for r in by_node[w["node"]]]}
@@ -146,16 +146,6 @@ def _as_finding(row: dict):
     from wirewise.orchestrator.health.findings import from_json
 
     return from_json({**row, "check": row["rule"]})
-
-
-def _severity(finding) -> tuple:
-    from wirewise.orchestrator.health.findings import LIVE_RULES
-
-    try:
-        drop = float(finding.delta.rstrip("%"))
-    except ValueError:
-        drop = 0.0
-    return (finding.check not in LIVE_RULES, drop)
 
 
 def _confirm_by(rows: list[dict]) -> list[str]:

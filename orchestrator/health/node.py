@@ -96,8 +96,9 @@ def health_check(store, rules: Rules, node: str, report_only: bool = False, prob
         first = [f for f in first if f.key in seen_twice]
     record_check(store, node, "health-check", judged, first, confirmed=True)
     outcome.findings = list(first)
-    confirmed = [row for row in stored_findings(store, [node]) if row["confirmed"] and row["rule"] not in judged]
-    for row in stored_findings(store, [node]):
+    open_rows = stored_findings(store, [node])
+    confirmed = [row for row in open_rows if row["confirmed"] and row["rule"] not in judged]
+    for row in open_rows:
         if not row["confirmed"] and row["rule"] not in judged:
             outcome.notes.append(f"{node}: open finding {row['rule']} ({row['metric']} {row['delta']}) not yet confirmed: "
                                  "`wirewise fleet drain` confirms it with a repeat before it drains")
@@ -153,17 +154,8 @@ def apply_drain(store, claim: dict[str, Any], detail: str | None = None, campaig
 
 
 def most_severe(found: list[Finding]) -> Finding:
-    """The finding the drain reason names: a live fault first (hardware), then the largest drop."""
-    from wirewise.orchestrator.health.findings import LIVE_RULES
-
-    def weight(f: Finding) -> tuple:
-        try:
-            drop = float(f.delta.rstrip("%"))
-        except ValueError:
-            drop = 0.0
-        return (f.check not in LIVE_RULES, drop)
-
-    return min(found, key=weight)
+    """The finding the drain reason names (Finding.severity)."""
+    return min(found, key=lambda f: f.severity)
 
 
 # -- prolog -------------------------------------------------------------------------------------

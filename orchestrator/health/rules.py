@@ -15,10 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from wirewise.errors import UserError, field_path
+from wirewise.errors import UserError, first_problem
 from wirewise.units import parse_size
 
 DEFAULTS = Path(__file__).with_name("rules.yaml")
+UNKNOWN_KEY = "unknown key (check its spelling; docs/fleet.md lists the keys)"
 Strict = ConfigDict(extra="forbid", populate_by_name=True)
 
 
@@ -160,9 +161,5 @@ def _validated(doc: dict[str, Any], source: str) -> Rules:
     try:
         return Rules.model_validate({**doc, "source": source})
     except ValidationError as exc:
-        error = exc.errors()[0]
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown key (check its spelling; docs/fleet.md lists the keys)"
-        where = field_path(error["loc"]) if error["loc"] else "rules"
-        raise UserError(f"{source}: {where}: {message}") from None
+        where = "" if exc.errors()[0]["loc"] else "rules"
+        raise UserError(f"{source}: {first_problem(exc, where, unknown=UNKNOWN_KEY)}") from None
