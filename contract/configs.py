@@ -33,6 +33,8 @@ from wirewise.strategy import StrategySpec
 TEMPLATES = Path(str(resources.files("wirewise.templates")))
 # A run's precision (wirewise.workloads.train) as accelerate's mixed_precision names it.
 MIXED_PRECISION = {"fp32": "no", "bf16-mixed": "bf16", "bf16": "bf16"}
+# accelerate's mixed_precision -> the precision a run records (fp16 is none of PRECISIONS: unknown)
+RAN_AS = {"no": "fp32", "bf16": "bf16-mixed"}
 
 
 def deepspeed_template(spec: StrategySpec) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from wirewise.configs import RAN_AS
 from wirewise.launch import DB_ENV, STRATEGY_ENV, LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
 from wirewise.runs import RESULT_FILE, run_dir_name
@@ -45,9 +46,6 @@ DEFAULT_WARMUP_STEPS = 2
 STORE_TIMEOUT_S = 120  # `wirewise collect` at the end of a job: a busy database is waited on this long
 STORE_DB_WAIT_S = "60"
 # accelerate's mixed_precision as a run's precision is named (wirewise.workloads.train)
-ACCELERATE_PRECISION = {"no": "fp32", "bf16": "bf16-mixed", "fp16": "fp16-mixed"}
-
-
 @dataclass(frozen=True)
 class RankFigures:
     """One rank's share, gathered to rank 0."""
@@ -148,7 +146,7 @@ def job_record(
         workload="train", source="job",
         params={k: v for k, v in {
             "model": model, "strategy": name, "engine": "accelerate" if ran else "custom", "micro_batch": micro_batch,
-            "seq_len": seq_len, "precision": precision or ACCELERATE_PRECISION.get(ran.get("mixed_precision")), "steps": steps,
+            "seq_len": seq_len, "precision": precision or RAN_AS.get(ran.get("mixed_precision")), "steps": steps,
             "warmup_steps": warmup_steps, "placement": launch.placement if launch else None, "transport": "default",
         }.items() if v is not None},
         **_nodes(launch, node_name(topo), topo), gpus=gpus, gpu_count=len(gpus) * (len(launch.nodes) if launch else 1),

@@ -30,7 +30,8 @@ OnTask = Callable[[str, str], None]  # (task id, status) after each task
 
 def run_bundle(folder: str | Path, runs: list[Attempt], on_task: OnTask | None = None) -> dict[str, str]:
     """Run the bundle's tasks here; returns {task id: status} of what it ran."""
-    from wirewise.jobs.launch import RESULT_FILE, run_task, step_key
+    from wirewise.jobs.launch import run_task, step_key
+    from wirewise.runs import RESULT_FILE
 
     campaign = CampaignFolder(Path(folder))
     ran: dict[str, str] = {}

@@ -66,13 +66,6 @@ class CampaignFolder:
 
         return TaskSpec.model_validate_json((self.task_dir(task_id) / "spec.json").read_text())
 
-    def attempts(self, task_id: str) -> int:
-        """How many runs of the task have started (attempts claimed, or their folders present)."""
-        try:
-            return _latest_attempt(os.listdir(self.task_dir(task_id)))
-        except FileNotFoundError:
-            return 0
-
     def claim_attempt(self, task_id: str, at_least: int, step: str | None) -> int:
         """The attempt this run of the task is: the first from `at_least` after every attempt
         already started, and the same one on every node of one Slurm step (`step`; None: a run
@@ -115,11 +108,11 @@ class CampaignFolder:
         if whole:
             shutil.rmtree(self.root, ignore_errors=True)
             return
-        for name in ("spec.yaml", "plan.json"):
+        for name in (SPEC, PLAN):
             (self.root / name).unlink(missing_ok=True)
         for task_id in task_ids:
             shutil.rmtree(self.task_dir(task_id), ignore_errors=True)
-        for empty in (self.root / "tasks", self.root / "submitit"):
+        for empty in (self.root / TASKS, self.root / "submitit"):
             with suppress(OSError):
                 empty.rmdir()
 

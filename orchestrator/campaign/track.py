@@ -91,7 +91,7 @@ def campaign_status(store: Store, name: str) -> CampaignStatus:
             status.tasks.append(TaskState(task.task_id, outcome["status"], outcome["attempt"], task.element, task.node))
             continue
         if task.task_id in kept:
-            status.tasks.append(TaskState(task.task_id, task.status, task.attempts, task.element))
+            status.tasks.append(TaskState(task.task_id, task.status, task.attempts, task.element, task.node))
             continue
         where = (task.element, task.bundle)  # a local run takes every bundle: the bundle tells them apart
         state = _unfinished(states.get(task.element), first=where not in started)

@@ -69,9 +69,6 @@ class MultinodeCluster:
         """Bring back a node a test crashed (a no-op when every node runs)."""
         self.run_script("start")
 
-    def gpus(self, node: str) -> int:
-        return int((self.state_dir / "nodes" / node / "gpu-count").read_text())
-
     def namespaces(self, node: str) -> tuple[str, str]:
         """The node's (network, UTS) namespace inodes, as multinode.sh recorded them."""
         net, uts = (self.state_dir / "run" / f"{node}.ns").read_text().split()
