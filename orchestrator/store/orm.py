@@ -32,18 +32,3 @@ class ResultRow(Base):
 class PlacedJobRow(Base):
     __table__ = schema.PLACED_JOBS
 
-
-class BaselineRow(Base):
-    __table__ = schema.BASELINES
-
-
-class NodeCheckRow(Base):
-    __table__ = schema.NODE_CHECKS
-
-
-class FindingRow(Base):
-    __table__ = schema.FINDINGS
-
-
-class FleetActionRow(Base):
-    __table__ = schema.FLEET_ACTIONS

@@ -299,11 +299,6 @@ def has_results_on(store: Store, node: str) -> bool:
         return db.scalar(f"SELECT id FROM results WHERE node = {p(node)} LIMIT 1", p) is not None
 
 
-def nodes_with_results(store: Store) -> set[str]:
-    with store.read() as db:
-        return set(db.column("SELECT DISTINCT node FROM results WHERE node IS NOT NULL"))
-
-
 def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) -> set[tuple]:
     """(op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs) of the stored rows of
     `source` with those ops and sizes: what an excerpt of an nccl-tests log that names no run
