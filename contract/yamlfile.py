@@ -35,6 +35,7 @@ def read_yaml(path: str | Path, what: str) -> Any:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where else ""
         raise UserError(f"{path}: not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
-    if too_deep(doc):
-        raise UserError(f"{path}: {too_deep(doc)}")
+    nested = too_deep(doc)
+    if nested:
+        raise UserError(f"{path}: {nested}")
     return doc

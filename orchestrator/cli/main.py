@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import baseline, bench, campaign, collect, db, doctor, estimate, fleet, importer, launch, place, results, run, topo
+from wirewise.orchestrator.cli import baseline, bench, campaign, collect, db, doctor, estimate, fleet, importer, launch, place, results, topo
+from wirewise.orchestrator.cli import run as run_command
 from wirewise.orchestrator.cli.common import command_group
 
 app = command_group(
@@ -26,7 +27,7 @@ app.add_typer(fleet.app, name="fleet")
 app.command("collect")(collect.collect)
 app.command()(place.place)
 app.command()(estimate.estimate)
-run.register(app)
+run_command.register(app)
 launch.register(app)
 app.add_typer(results.app)
 app.command()(doctor.doctor)

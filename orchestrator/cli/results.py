@@ -4,7 +4,6 @@ Top-level commands (registered without a group name). Parsing and printing only;
 in wirewise.orchestrator.report.
 """
 
-from pathlib import Path
 from typing import Annotated
 
 import typer

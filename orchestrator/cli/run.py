@@ -2,7 +2,6 @@
 strategy exported; what was submitted, as lines or JSON. The work is in
 wirewise.orchestrator.userjob."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer

@@ -146,16 +146,12 @@ def advise_job(
     (default: every GPU the job holds, or every idle one here). `cpu`: CPU ranks (gloo) even
     where GPUs answer, placed on the wiring all the same. `option` names `strategy` in messages
     (the CLI's --strategy)."""
+    from wirewise.orchestrator.advise.estimate import check_sizes
     from wirewise.orchestrator.store import Store
 
     env = os.environ if env is None else env
+    check_sizes(1 if gpus is None else gpus, batch_size, seq_len)  # place's and estimate's bounds, before any list of ranks
     shape = _shape(model, params, seq_len)
-    from wirewise.limits import MAX_RANKS
-
-    if batch_size < 1 or (gpus is not None and gpus < 1):
-        raise UserError("--batch-size and --gpus must be at least 1")
-    if gpus is not None and gpus > MAX_RANKS:  # before any list of that many ranks is made
-        raise UserError(f"--gpus {gpus}: give at most {MAX_RANKS} GPUs per node")
     named = _named_strategy(strategy, env, option)
     allocation = read_allocation(env, Path(topology_file) if topology_file else None)
     if cpu:
@@ -187,8 +183,6 @@ def _shape(model: str | None, params: int | None, seq_len: int | None):
 
     if (model is None) == (params is None):
         raise UserError("give the model: --model NAME (a registry name or a config.json) or --params N")
-    if seq_len is not None and seq_len < 1:
-        raise UserError("--seq-len must be at least 1")
     return model_shape(model, seq_len) if model is not None else params_shape(params, seq_len)
 
 

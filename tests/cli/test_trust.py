@@ -503,7 +503,7 @@ def test_csv_cells_that_look_like_formulas_are_inert(tmp_path, db_url):
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["launch", "--dry-run", "--cpu", "--model", "tiny-mistral", "--gpus", "99999999999999999999", "--", "train.py"],
-     "--gpus 99999999999999999999: give at most 65536 GPUs per node"),  # was an OverflowError traceback
+     "--gpus 99999999999999999999: give at least 1 GPU, at most 65536"),  # was an OverflowError traceback
     (["run", "--whole-node", "-k", "2", "-f", str(NVL_QUADS), "--gpu-mem-gb", "nan", "--", "true"],
      "--gpu-mem-gb must be positive"),  # was accepted: run without --model never read it
 ])

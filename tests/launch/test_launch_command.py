@@ -112,7 +112,7 @@ def test_an_advised_strategy_cpu_ranks_cannot_run_falls_back_to_ddp(gpu_node, tm
     ({"model": "tiny-mistral", "params": 7_000_000_000}, "give the model: --model NAME"),
     ({"strategy": "ddp"}, "give the model: --model NAME"),
     ({"model": "no-such-model"}, "unknown model 'no-such-model'"),
-    ({"model": "tiny-mistral", "gpus": 0}, "--batch-size and --gpus must be at least 1"),
+    ({"model": "tiny-mistral", "gpus": 0}, "--gpus 0: give at least 1 GPU, at most 65536"),
     ({"params": 0}, "--params 0: give the model's parameter count"),
 ])
 def test_bad_input_says_how_to_fix_it(tmp_path, options, message):
