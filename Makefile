@@ -9,6 +9,8 @@ PIP    := $(VENV)/bin/pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 WW     := $(VENV)/bin/wirewise
+# pytest-xdist workers for make test; each Slurm test cluster's tests run on one of them (tests/conftest.py).
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: demo test bench install clean
 
@@ -35,7 +37,7 @@ demo: $(STAMP)
 	echo "== stored in the database: campaign $$name" && $(WW) results --campaign $$name --include-cpu
 
 test: $(STAMP)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/run.py

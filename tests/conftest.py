@@ -17,6 +17,42 @@ WIREWISE = str(Path(sys.executable).with_name("wirewise"))
 # Real services, installed and started on demand by their own scripts (see each folder).
 pytest_plugins = ["tests.slurm.fixture", "tests.slurm.multinode", "tests.pg.fixture"]
 
+# `make test` runs the suite on several pytest-xdist workers (--dist loadgroup). A test that uses
+# a test cluster runs on the one worker that holds that cluster, one test at a time: tests stop
+# its nodes, restart it with another gres.conf and fill its queue. PostgreSQL gives each test its
+# own database and needs no group.
+SERIAL_SERVICES = {"multinode_cluster": "multinode", "slurm_cluster": "slurm"}
+SHARED_SERVICES = {"pg_server"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark each test with the xdist group it must run in (ignored when xdist does not run)."""
+    for item in items:
+        group = xdist_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def xdist_group(item) -> str | None:
+    """A test cluster's group; else the fixture that is built once and shared (a session
+    fixture: its name; a module or class one: its module), so that it is built on one worker
+    only; None: any worker."""
+    closure = item.fixturenames
+    for fixture, group in SERIAL_SERVICES.items():
+        if fixture in closure:
+            return group
+    info = getattr(item, "_fixtureinfo", None)
+    for name in closure:
+        defs = info.name2fixturedefs.get(name) if info else None
+        if not defs or name in SHARED_SERVICES or not defs[-1].func.__module__.startswith("tests."):
+            continue  # pytest's own (tmp_path_factory is a session fixture) and plugins'
+        scope = defs[-1].scope
+        if scope == "session":
+            return name
+        if scope in ("package", "module", "class"):
+            return item.module.__name__
+    return None
+
 
 def wirewise(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300, check: bool = False):
     """Run `wirewise ARGS` as a process; returns CompletedProcess with text output."""

@@ -2,9 +2,8 @@
 
 Fixtures:
     pg_server (session): starts the server (a no-op when it already runs), yields a PgServer whose
-        `url` is the database wirewise_test. At session end it stops the server only if this
-        session started it and no other pytest session still uses it; WIREWISE_KEEP_SERVICES=1
-        keeps it running.
+        `url` is the database wirewise_test. At session end the last pytest session using it
+        stops it if a test session started it; WIREWISE_KEEP_SERVICES=1 keeps it running.
     pg_url (function): the SQLAlchemy URL (postgresql+psycopg://...) of a new, empty database
         made for this test alone and dropped after it.
 
@@ -23,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.services import SharedUse, keep_services, start_service, unavailable
+from tests.services import start_service, unavailable
 
 SCRIPT = Path(__file__).resolve().with_name("server.sh")
 DEFAULT_DIR = "/tmp/wirewise-pg"
@@ -62,24 +61,24 @@ class PgServer:
 def pg_server() -> Iterator[PgServer]:
     folder = Path(os.environ.get("WIREWISE_PG_DIR", DEFAULT_DIR))
     env = {**os.environ, "WIREWISE_PG_DIR": str(folder)}
-    proc, started_here = start_service(WHAT, SCRIPT, env)
+    proc, users = start_service(WHAT, SCRIPT, env, folder)
     try:
         import psycopg  # noqa: F401
     except ImportError as exc:
+        users.leave(stop=lambda: _stop(env))
         unavailable(WHAT, f"psycopg is not installed ({exc}); pip install 'psycopg[binary]'")
     from sqlalchemy.engine import make_url
 
     url = proc.stdout.strip().splitlines()[-1]
     parsed = make_url(url)
-    server = PgServer(url=url, host=parsed.host, port=parsed.port, folder=folder)
-    users = SharedUse(folder)
     try:
-        yield server
+        yield PgServer(url=url, host=parsed.host, port=parsed.port, folder=folder)
     finally:
-        alone = users.release_and_check_alone()
-        users.close()
-        if started_here and alone and not keep_services():
-            subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=120)
+        users.leave(stop=lambda: _stop(env))
+
+
+def _stop(env: dict[str, str]) -> None:
+    subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@
 Fixture:
     slurm_cluster (session): starts the cluster (a no-op when it already runs), points SLURM_CONF
         at it for the whole session (sbatch, sacct and submitit find it), yields a SlurmCluster.
-        At session end it stops the cluster only if this session started it and no other pytest
-        session still uses it; WIREWISE_KEEP_SERVICES=1 keeps it running (the next start is ~0.2 s).
+        At session end the last pytest session using it (an xdist worker, say) stops it if a test
+        session started it; WIREWISE_KEEP_SERVICES=1 keeps it running (the next start is ~0.2 s).
 
 When the cluster cannot start (not root, apt fails, a daemon dies), the fixture fails with the
 script's message if CI is set and skips with it otherwise.
@@ -24,7 +24,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.services import SharedUse, keep_services, start_service
+from tests.services import SharedUse, start_service
 
 SCRIPT = Path(__file__).resolve().with_name("cluster.sh")
 DEFAULT_DIR = "/tmp/wirewise-slurm"
@@ -147,7 +147,7 @@ class SlurmCluster:
 def slurm_cluster() -> Iterator[SlurmCluster]:
     state_dir = Path(os.environ.get("WIREWISE_SLURM_DIR", DEFAULT_DIR))
     env = {**os.environ, "WIREWISE_SLURM_DIR": str(state_dir)}
-    _, started_here = start_service("Slurm test cluster", SCRIPT, env)
+    _, users = start_service("Slurm test cluster", SCRIPT, env, state_dir)
     exports = parse_exports(
         subprocess.run([str(SCRIPT), "env"], env=env, capture_output=True, text=True, check=True).stdout
     )
@@ -162,18 +162,16 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         # The default gres.conf (what `start` without --gres-conf runs) names one device a line.
         gpu_devices=[Path(f) for f in re.findall(r"File=(\S+)", (state_dir / "etc" / "gres.conf").read_text())],
         env=exports,
+        users=users,
     )
-    users = cluster.users = SharedUse(state_dir)
     with pytest.MonkeyPatch.context() as mp:
         for key, value in exports.items():
             mp.setenv(key, value)
         yield cluster
-    # Leave the default gres.conf for whoever runs next, then stop if it is ours alone.
-    alone = users.release_and_check_alone()
-    try:
-        if started_here and alone and not keep_services():
-            cluster.run_script("stop", timeout=120)
-        elif alone and not cluster.gres_conf().startswith(DEFAULT_GRES_HEADER):
-            cluster.use_gres(None)
-    finally:
-        users.close()
+    # The last session out stops it, or leaves the default gres.conf for whoever runs next.
+    users.leave(stop=lambda: cluster.run_script("stop", timeout=120), tidy=lambda: _default_gres(cluster))
+
+
+def _default_gres(cluster: SlurmCluster) -> None:
+    if not cluster.gres_conf().startswith(DEFAULT_GRES_HEADER):
+        cluster.use_gres(None)

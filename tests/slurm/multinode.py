@@ -5,8 +5,8 @@ and one on PCIe), beside the one-node cluster of tests/slurm/fixture.py.
 
 Fixtures:
     multinode_cluster (session): starts the cluster (a no-op when it already runs) and yields
-        a MultinodeCluster. At session end it stops the cluster only if this session started
-        it and no other pytest session still uses it; WIREWISE_KEEP_SERVICES=1 keeps it running.
+        a MultinodeCluster. At session end the last pytest session using it stops it if a test
+        session started it; WIREWISE_KEEP_SERVICES=1 keeps it running.
     multinode (function): the same cluster, with a crashed node brought back first, and
         SLURM_CONF pointing at it for the test only: the one-node cluster keeps SLURM_CONF for
         the rest of the session (both fixtures may run in one session).
@@ -26,7 +26,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.services import SharedUse, keep_services, start_service, unavailable
+from tests.services import SharedUse, start_service, unavailable
 from tests.slurm.fixture import parse_exports
 
 SCRIPT = Path(__file__).resolve().with_name("multinode.sh")
@@ -96,7 +96,9 @@ def multinode_cluster() -> Iterator[MultinodeCluster]:
     if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("nsenter") is None:
         unavailable("multi-node Slurm cluster", "needs root and util-linux (unshare, nsenter)")
     env = {**os.environ}
-    _, started_here = start_service("multi-node Slurm cluster", SCRIPT, env)
+    planned = parse_exports(subprocess.run([str(SCRIPT), "env"], env=env, capture_output=True, text=True).stdout)
+    folder = Path(planned.get("WIREWISE_MULTINODE_DIR") or "/tmp/ww-multinode")
+    _, users = start_service("multi-node Slurm cluster", SCRIPT, env, folder)
     exports = parse_exports(subprocess.run([str(SCRIPT), "env"], env=env, capture_output=True, text=True, check=True).stdout)
     cluster = MultinodeCluster(
         state_dir=Path(exports["WIREWISE_MULTINODE_DIR"]),
@@ -104,15 +106,10 @@ def multinode_cluster() -> Iterator[MultinodeCluster]:
         partition=exports["WIREWISE_MULTINODE_PARTITION"],
         node_types=dict(entry.split("=", 1) for entry in exports["WIREWISE_MULTINODE_NODES"].split()),
         env=exports,
+        users=users,
     )
-    users = cluster.users = SharedUse(cluster.state_dir)
     yield cluster
-    alone = users.release_and_check_alone()
-    try:
-        if started_here and alone and not keep_services():
-            cluster.run_script("stop", timeout=120)
-    finally:
-        users.close()
+    users.leave(stop=lambda: cluster.run_script("stop", timeout=120))
 
 
 @pytest.fixture

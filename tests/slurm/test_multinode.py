@@ -189,12 +189,20 @@ def test_the_second_node_lost_ends_the_task_within_its_timeout(multinode, tmp_pa
     assert PEER_SILENCE_S <= silence < SLURMD_TIMEOUT_S, error
 
 
-def _host_state() -> dict:
-    """What the cluster must leave as it found it: links, mounts, names, resolver, sockets."""
+def _host_state(cluster) -> dict:
+    """What the cluster must leave as it found it: links, mounts, names, resolver, sockets. Links
+    and mounts of other multi-node clusters (another worktree's tests, started or stopped
+    meanwhile) are left out: only this cluster's own must go, and nothing else may change."""
+    bridge, folder = cluster.env["WIREWISE_MULTINODE_BRIDGE"], str(cluster.state_dir)
+
+    def others(name: str) -> bool:
+        return ("wwmn" in name and bridge not in name) or ("ww-multinode-" in name and folder not in name)
+
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     return {
-        "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
-        "mounts": len(Path("/proc/self/mountinfo").read_text().splitlines()),
+        "links": sorted(n for n in (line.split(":")[1].strip().split("@")[0] for line in links.splitlines()) if not others(n)),
+        "mounts": sorted(m for m in mounts if not others(m)),
         "files": [Path(f).read_bytes() for f in ("/etc/hosts", "/etc/resolv.conf")],
         "hostname": Path("/proc/sys/kernel/hostname").read_text(),
     }
@@ -217,13 +225,13 @@ def test_the_script_restarts_a_lost_node_alone_and_stops_leaving_the_machine_as_
 
     bridge = multinode.env["WIREWISE_MULTINODE_BRIDGE"]
     namespaces = {node: multinode.namespaces(node) for node in multinode.nodes}
-    running = _host_state()
+    running = _host_state(multinode)
     assert bridge in running["links"]
     try:
         multinode.run_script("stop", timeout=120)
         assert not any(multinode.pids(node, namespaces[node]) for node in multinode.nodes)
         assert multinode.run_script("status", check=False).returncode == 3
-        stopped = _host_state()
+        stopped = _host_state(multinode)
         assert stopped["links"] == sorted(set(running["links"]) - {bridge} - {f"{bridge}v{i}" for i in (1, 2, 3)})
         assert {k: v for k, v in stopped.items() if k != "links"} == {k: v for k, v in running.items() if k != "links"}
         for port in range(int(multinode.env["WIREWISE_MULTINODE_PORT"]), int(multinode.env["WIREWISE_MULTINODE_PORT"]) + 4):
