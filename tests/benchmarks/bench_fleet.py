@@ -103,7 +103,7 @@ jobs, placed = {{}}, {{}}
 for i, task in enumerate(plan.tasks):
     job = jobs.setdefault(task.spec.hosts[0], str(5000 + len(jobs)))
     placed[task.spec.task_id] = (0, job)
-set_submitted(store, spec.name, placed, sorted(set(jobs.values())))
+set_submitted(store, placed)
 folder = CampaignFolder(root)
 for i, task in enumerate(plan.tasks):
     if i % 2 == 0:
