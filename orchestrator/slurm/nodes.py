@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from wirewise.errors import UserError
 from wirewise.limits import MAX_NODES
-from wirewise.orchestrator.slurm.command import available, slurm
+from wirewise.orchestrator.slurm.command import SlurmError, available, slurm
 from wirewise.ranges import GPU_INDICES, parse_ranges
 
 _GRES_USED = re.compile(r"GresUsed=(\S*)")
@@ -236,8 +236,6 @@ def slurm_nodes(partition: str | None = None, nodelist: str | None = None) -> di
 def states_if_slurm(nodes: list[str] | None = None, partition: str | None = None) -> dict[str, SlurmNode]:
     """slurm_nodes(), or {} where this machine has no Slurm (no sinfo, or no controller answers:
     a laptop placing on stored wirings)."""
-    from wirewise.orchestrator.slurm.command import SlurmError
-
     if not available("sinfo") or nodes == []:
         return {}
     try:
