@@ -25,6 +25,7 @@ SERIAL_SERVICES = {"multinode_cluster": "multinode", "slurm_cluster": "slurm"}
 SHARED_SERVICES = {"pg_server"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark each test with the xdist group it must run in (ignored when xdist does not run)."""
     for item in items:

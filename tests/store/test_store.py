@@ -17,7 +17,7 @@ from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.orm import Base, ResultRow
 from tests.conftest import FIXTURES, wirewise
 
-WRITERS, ROWS_EACH = 16, 500
+WRITERS, ROWS_EACH = 16, 150  # 2,400 one-row transactions from 16 processes at once: SQLite busy all along
 
 
 def _record(i: int, writer: int = 0) -> ResultRecord:
