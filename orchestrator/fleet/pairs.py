@@ -180,8 +180,15 @@ class _PairCampaign:
         return tasks
 
     def measures(self, pairs: list[Pair], tasks: list, statuses: dict[str, str]) -> list[Measure]:
-        """What the submitted tests measured, once collected into the store."""
-        return [self._measure(pair, task.spec.task_id, statuses.get(task.spec.task_id, "missing"))
+        """What the submitted tests measured, once collected into the store: the campaign's
+        results read once for the round (not once per pair: a round of 500 pairs read them 500
+        times)."""
+        from wirewise.orchestrator.store.fleet import pair_results
+
+        by_task: dict[str, list] = {}
+        for row in pair_results(self.store, campaign=self.name):
+            by_task.setdefault(row.task_id, []).append(row)
+        return [self._measure(pair, by_task.get(task.spec.task_id, []), statuses.get(task.spec.task_id, "missing"))
                 for pair, task in zip(pairs, tasks)]
 
     def _task(self, pair: Pair):
@@ -205,13 +212,11 @@ class _PairCampaign:
                 return states
             time.sleep(POLL_S)
 
-    def _measure(self, pair: Pair, task_id: str, status: str) -> Measure:
-        """What the store holds for the test: its busbw at the size (out of place where both
-        forms were measured), or why it failed."""
+    def _measure(self, pair: Pair, rows: list, status: str) -> Measure:
+        """What the store holds for the test (its result rows): its busbw at the size (out of
+        place where both forms were measured), or why it failed."""
         from wirewise.orchestrator.fleet.standing import figure_of
-        from wirewise.orchestrator.store.fleet import pair_results
 
-        rows = [r for r in pair_results(self.store, campaign=self.name) if r.task_id == task_id]
         row = figure_of([r for r in rows if r.op == self.spec.workloads[0].collectives.ops[0]])
         if row is not None:
             return Measure(pair, row.busbw_gbs)
