@@ -82,6 +82,7 @@ def placement_for(
     gpu_name: str | None = None,
 ) -> dict:
     """The `wirewise place --json` object."""
+    from wirewise.orchestrator.placement.history import History
     from wirewise.orchestrator.placement.place import place
 
     store = Store.open_existing(db)
@@ -90,7 +91,8 @@ def placement_for(
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
     free_list, left_out = without_flagged_gpus(store, node or (label if live else None), free_list)
-    result = {"node": label, **place(topo, k, parse_policy(policy), free_list, store, free_source)}
+    history = History(store, topo) if store is not None else None  # read once, for placement and advice
+    result = {"node": label, **place(topo, k, parse_policy(policy), free_list, history, free_source)}
     result["reasons"] += left_out
     kept_off = nodes_measured(store, [node]).avoid.get(node) if node else None
     if kept_off:
@@ -98,7 +100,7 @@ def placement_for(
     result.update(gpu_model=topo.gpu_model, gpu_model_source=model_source)
     result["reasons"].insert(1, f"GPU model {topo.gpu_model} (from {model_source}): {hardware.rates_text(topo.gpu_model)}")
     if model:
-        add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb)
+        add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb, history=history)
     return result
 
 
@@ -149,11 +151,13 @@ def without_flagged_gpus(store, node: str | None, free: list[int]) -> tuple[list
     return leave_out_gpus(free, flagged_gpus(store, node))
 
 
-def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:
-    """The advised strategy for the placement, its per-strategy table and its reasons."""
+def add_advice(result: dict, topo: Topology, model: str, store, *options, history=None) -> None:
+    """The advised strategy for the placement, its per-strategy table and its reasons
+    (`history`: the wiring's measured history the placement read)."""
     from wirewise.orchestrator.advise import advise_placement
 
-    advice = advise_placement(topo, result["gpus"], result["predicted_busbw_gbs"], model, store, *options)
+    advice = advise_placement(topo, result["gpus"], result["predicted_busbw_gbs"], model, store, *options,
+                              history=history)
     result["strategy"] = advice["strategy"]
     result["advice"] = advice
     result["reasons"] += [f"strategy: {reason}" for reason in advice["reasons"]]
