@@ -108,7 +108,8 @@ def resolve(store: Store, filters: Filters) -> Filters:
         changes["fabric"] = unique_prefix("--fabric", filters.fabric, FABRICS)
     if filters.fingerprint is not None:
         changes["fingerprint"] = unique_prefix("--fingerprint", filters.fingerprint, fingerprints_starting(store, filters.fingerprint))
-    missing = [name for name in filters.campaigns if name not in campaign_names(store, filters.campaigns)]
+    known = campaign_names(store, filters.campaigns)
+    missing = [name for name in filters.campaigns if name not in known]
     if missing:
         raise UserError(f"--campaign {missing[0]!r}: no results or campaign of that name (wirewise results --group-by campaign lists them)")
     return Filters(**{**asdict(filters), **changes})
