@@ -5,14 +5,14 @@
 the database, one probe per node on these indexes. They replace the indexes on node alone,
 which they cover.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 from alembic import op
 
 
-revision = '0008'
-down_revision = '0007'
+revision = '0009'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 
