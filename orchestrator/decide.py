@@ -106,7 +106,7 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     """`wirewise place --across-nodes --json`: nodes of one wiring from the store, each with the
     GPUs Slurm has free; the nodes pair tests found healthy first, none they flagged (nor a
     link they judged slow), else under the fewest leaf switches Slurm's network topology names."""
-    from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes
+    from wirewise.orchestrator.placement.nodes import Candidate, choose_nodes
     from wirewise.orchestrator.slurm.nodes import leaf_switches
     from wirewise.orchestrator.store.topology import list_topologies, load_topology
 
@@ -117,7 +117,7 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     nodes = []
     for name in names:
         topo = load_topology(store, node=name)
-        nodes.append(NodeState(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
+        nodes.append(Candidate(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
     result = choose_nodes(nodes, k or 0, leaf_switches(), nodes_measured(store, names)).as_dict()
     chosen = next(node.topo for node in nodes if node.name == result["nodes"][0]["node"])
     if not chosen.named:  # ranked at nominal rates; no figure is given for them
@@ -127,16 +127,17 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     return result
 
 
-def nodes_measured(store, names=None):
+def nodes_measured(store, names=None, slurm_nodes=None):
     """What placement across nodes weighs besides the wiring: the standing pair tests gave
     each node and pair (wirewise.orchestrator.fleet.standing). Another reason to keep jobs off
     a node (drained or down in Slurm, an open finding of the health rules:
-    wirewise.orchestrator.health.verdicts) joins `avoid` here."""
+    wirewise.orchestrator.health.verdicts) joins `avoid` here; `slurm_nodes`: Slurm's view
+    where the caller asked already (else one `sinfo -N` here)."""
     from wirewise.orchestrator.fleet.standing import pair_standing
     from wirewise.orchestrator.health.verdicts import keep_off
 
     measured = pair_standing(store, names)
-    for node, why in keep_off(store, names).items():
+    for node, why in keep_off(store, names, slurm_nodes).items():
         measured.avoid.setdefault(node, why)
         measured.healthy.discard(node)
     return measured

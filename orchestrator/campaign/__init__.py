@@ -185,7 +185,7 @@ def dispatch(store, name: str, submission, root: Path, executor: str, on_task=No
     def record(indices: range):
         def on_submitted(submitted) -> None:
             placed = {tid: (i, element) for i, element in zip(indices, submitted.elements) for tid, _ in submission.bundles[i]}
-            set_submitted(store, name, placed, [submitted.array] if submitted.array else [])
+            set_submitted(store, placed)
             sent.extend(submitted.elements)
             arrays.extend([submitted.array] if submitted.array else [])
         return on_submitted
@@ -256,7 +256,7 @@ def resume_campaign(store, name: str, include_oom: bool, max_attempts: int, on_t
         return {**summary, **dispatch(store, name, submission, Path(info.folder), info.executor, on_task)}
     except SubmissionRefused as exc:
         set_statuses(store, statuses, {t.task_id: t.attempts for t in before})
-        set_submitted(store, name, {t.task_id: (t.bundle, t.element) for t in before}, [])
+        set_submitted(store, {t.task_id: (t.bundle, t.element) for t in before})
         raise UserError(f"campaign {name}: {exc}; {REFUSED_CAMPAIGN}. Its tasks are as they were") from None
 
 

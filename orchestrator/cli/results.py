@@ -90,6 +90,8 @@ def _print_csv(rows) -> None:
 
 
 def _inert(value):
+    if isinstance(value, tuple):  # a task's nodes: host names, which hold no comma
+        value = ",".join(value)
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
     return value

@@ -12,6 +12,6 @@
     fleet.py     fleet status, drain, retest, resume
     verdicts.py  what placement keeps off: drained nodes, open findings, the GPUs they name
 
-Every Slurm command goes through wirewise.orchestrator.slurm (slurm/states.py: node states,
-drain, resume, reservations), every statement through the store (store/health.py).
+Every Slurm command goes through wirewise.orchestrator.slurm (slurm/nodes.py: node states;
+slurm/states.py: drain, resume, reservations), every statement through the store (store/health.py).
 """

@@ -33,9 +33,9 @@ RETEST_SLACK_MIN = 10  # the reservation outlasts the re-test's timeout by this 
 
 
 def _states(partition: str | None, nodes: list[str] | None):
-    from wirewise.orchestrator.slurm.states import node_states
+    from wirewise.orchestrator.slurm.nodes import slurm_nodes
 
-    states = node_states(partition)
+    states = slurm_nodes(partition)
     if nodes:
         unknown = [n for n in nodes if n not in states]
         if unknown:

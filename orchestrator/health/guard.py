@@ -22,7 +22,8 @@ import os
 import socket
 
 from wirewise.orchestrator.health.rules import Guardrails
-from wirewise.orchestrator.slurm.states import NodeState
+from wirewise.orchestrator.slurm.nodes import SlurmNode
+from wirewise.orchestrator.slurm.states import partition_nodes
 
 
 def asked_by(role: str | None = None) -> str:
@@ -48,16 +49,16 @@ class Budget:
     inside the claiming transaction, with the drains of the last hour and the nodes claimed
     lately (drains Slurm may not show yet). `beyond` extra drains may pass the limits."""
 
-    def __init__(self, rails: Guardrails, states: dict[str, NodeState], beyond: int = 0) -> None:
+    def __init__(self, rails: Guardrails, states: dict[str, SlurmNode], beyond: int = 0) -> None:
         self.rails = rails
         self.states = states
+        self.members = partition_nodes(states)
         self.beyond = beyond
         self.passed_beyond: list[str] = []
 
     def partitions(self, node: str) -> list[tuple[str, list[str]]]:
         state = self.states.get(node)
-        names = state.partitions if state else ()
-        return [(p, [n for n, s in self.states.items() if p in s.partitions]) for p in names]
+        return [(p, self.members[p]) for p in (state.partitions if state else ())]
 
     def why_not(self, node: str, drained_last_hour: int, claimed: set[str]) -> str | None:
         """None when the node may be drained, else the guardrail it would break, in one line."""

@@ -111,12 +111,12 @@ def _submit_pairs(store, runs: list[NodeRun], partition: str | None, stamp: str)
     and is not being judged itself; no partner: the finding is not measured."""
     from wirewise.orchestrator.fleet.pairs import PairCheck
     from wirewise.orchestrator.health.pairs import is_pair, pair_test, partner_for
-    from wirewise.orchestrator.slurm.states import node_states
+    from wirewise.orchestrator.slurm.nodes import slurm_nodes
 
     wanted = [(run, next(f for f in run.findings if is_pair(f))) for run in runs if any(is_pair(f) for f in run.findings)]
     if not wanted:
         return
-    usable = {name for name, state in node_states(partition).items() if state.available}
+    usable = {name for name, state in slurm_nodes(partition).items() if state.available}
     busy = {run.node for run in runs}
     for run, finding in wanted:
         partner = partner_for(finding, busy, usable)

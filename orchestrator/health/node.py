@@ -115,10 +115,10 @@ def drain_here(store, rules: Rules, outcome: NodeOutcome, role: str, detail: str
     """Drain this node for its findings (the most severe one names the reason), under the
     guardrails; a node already drained or down is left as it is."""
     from wirewise.orchestrator.health.guard import Budget, asked_by
-    from wirewise.orchestrator.slurm.states import node_states
+    from wirewise.orchestrator.slurm.nodes import slurm_nodes
     from wirewise.orchestrator.store.health import claim_drains
 
-    states = node_states()
+    states = slurm_nodes()
     state = states.get(outcome.node)
     if state is None:
         outcome.notes.append(f"{outcome.node}: Slurm does not know this node: nothing drained")

@@ -13,15 +13,21 @@ confirms or clears it, placing a job there is betting against the evidence.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wirewise.orchestrator.slurm.nodes import SlurmNode
 
 
-def keep_off(store, names: Iterable[str] | None = None) -> dict[str, str]:
-    from wirewise.orchestrator.slurm.states import states_if_slurm
+def keep_off(store, names: Iterable[str] | None = None, slurm_nodes: dict[str, SlurmNode] | None = None) -> dict[str, str]:
+    """`slurm_nodes`: the nodes as Slurm showed them to the caller already (else asked here)."""
+    from wirewise.orchestrator.slurm.nodes import states_if_slurm
     from wirewise.orchestrator.store.health import findings
 
     wanted = None if names is None else list(names)
     why: dict[str, str] = {}
-    for name, state in states_if_slurm(wanted).items():  # no Slurm here: the findings still count
+    shown = states_if_slurm(wanted) if slurm_nodes is None else slurm_nodes
+    for name, state in shown.items():  # no Slurm here: the findings still count
         if not state.available:
             why[name] = f"{state.state} in Slurm ({state.reason or 'no reason'})"
     if store is not None:

@@ -22,7 +22,9 @@ from wirewise.topology import Topology
 
 
 @dataclass
-class NodeState:
+class Candidate:
+    """A node placement may take: its wiring and the GPUs free on it now."""
+
     name: str
     topo: Topology
     free: list[int]
@@ -64,7 +66,7 @@ class NodeChoice:
         }
 
 
-def choose_nodes(nodes: list[NodeState], k: int, leaf_of: dict[str, str] | None = None,
+def choose_nodes(nodes: list[Candidate], k: int, leaf_of: dict[str, str] | None = None,
                  measured: Measured | None = None) -> NodeChoice:
     """GPUs for k ranks over the nodes; Unplaceable with the reason when no wiring has room."""
     if k < 1:
@@ -97,8 +99,8 @@ def _rank(choice: NodeChoice) -> tuple:
     return (choice.per_node, choice.predicted_busbw_gbs or 0.0, -(choice.switches or 0))
 
 
-def _one_node(nodes: list[NodeState], k: int, picker: _SetCache) -> NodeChoice:
-    def key(node: NodeState):
+def _one_node(nodes: list[Candidate], k: int, picker: _SetCache) -> NodeChoice:
+    def key(node: Candidate):
         gpus, busbw = picker.best(node, k)
         return (-(busbw or 0.0), len(node.free), node.name)
 
@@ -108,7 +110,7 @@ def _one_node(nodes: list[NodeState], k: int, picker: _SetCache) -> NodeChoice:
                       [f"fits on one node: {node.name} ({len(node.free)} free)"])
 
 
-def _spread_over(members: list[NodeState], k: int, fingerprint: str, picker: _SetCache,
+def _spread_over(members: list[Candidate], k: int, fingerprint: str, picker: _SetCache,
                  leaf_of: dict[str, str] | None, measured: Measured) -> NodeChoice | None:
     """The most GPUs per node that divides k and that enough nodes of this wiring have free."""
     for per_node in range(min(k, members[0].topo.gpus), 0, -1):
@@ -134,18 +136,18 @@ def _spread_over(members: list[NodeState], k: int, fingerprint: str, picker: _Se
     return None
 
 
-def _pick_nodes(eligible: list[NodeState], count: int, per_node: int,
-                leaf_of: dict[str, str] | None) -> tuple[list[NodeState], int | None]:
+def _pick_nodes(eligible: list[Candidate], count: int, per_node: int,
+                leaf_of: dict[str, str] | None) -> tuple[list[Candidate], int | None]:
     """`count` nodes, those the request fills most exactly first; under the fewest leaf switches
     when the network is known: the smallest switch that holds them all, else the largest first."""
     snug = sorted(eligible, key=lambda node: (len(node.free) - per_node, node.name))
     if not leaf_of:
         return snug[:count], None
-    by_leaf: dict[str, list[NodeState]] = {}
+    by_leaf: dict[str, list[Candidate]] = {}
     for node in snug:
         by_leaf.setdefault(leaf_of.get(node.name, "?"), []).append(node)
     leaves = sorted(by_leaf.values(), key=lambda group: (-len(group), group[0].name))
-    taken: list[NodeState] = []
+    taken: list[Candidate] = []
     used = 0
     while len(taken) < count:
         need = count - len(taken)
@@ -157,14 +159,14 @@ def _pick_nodes(eligible: list[NodeState], count: int, per_node: int,
     return taken, used
 
 
-def _pick_measured(eligible: list[NodeState], count: int, per_node: int, measured: Measured) -> list[NodeState]:
+def _pick_measured(eligible: list[Candidate], count: int, per_node: int, measured: Measured) -> list[Candidate]:
     """`count` nodes by what was measured: healthy first, then by each node's best measured
     pair, then those the request fills most exactly; a node joined to one already chosen by a
     slow link comes only when nothing else is left."""
     order = sorted(eligible, key=lambda node: (node.name not in measured.healthy, -measured.best_of(node.name),
                                                len(node.free) - per_node, node.name))
-    chosen: list[NodeState] = []
-    later: list[NodeState] = []
+    chosen: list[Candidate] = []
+    later: list[Candidate] = []
     for node in order:
         if any(frozenset((node.name, other.name)) in measured.slow_links for other in chosen):
             later.append(node)
@@ -173,8 +175,8 @@ def _pick_measured(eligible: list[NodeState], count: int, per_node: int, measure
     return (chosen + later)[:count]
 
 
-def _by_wiring(nodes: list[NodeState]) -> dict[str, list[NodeState]]:
-    groups: dict[str, list[NodeState]] = {}
+def _by_wiring(nodes: list[Candidate]) -> dict[str, list[Candidate]]:
+    groups: dict[str, list[Candidate]] = {}
     for node in nodes:
         groups.setdefault(node.topo.fingerprint, []).append(node)
     return groups
@@ -188,7 +190,7 @@ class _SetCache:
         self._found: dict[tuple, tuple[list[int], float | None]] = {}
         self._wirings: dict[tuple, Wiring] = {}
 
-    def best(self, node: NodeState, k: int) -> tuple[list[int], float | None]:
+    def best(self, node: Candidate, k: int) -> tuple[list[int], float | None]:
         numbering = (tuple(map(tuple, node.topo.links)), tuple(node.topo.gpu_names), tuple(node.topo.numa))
         key = (numbering, tuple(node.free), k)
         if key not in self._found:

@@ -61,6 +61,8 @@ def cell_text(name: str, value: Any) -> str:
         return value[:12]
     if name == "in_place":
         return "in" if value else "out"
+    if name == "nodes":  # empty: a record that names none
+        return escape(",".join(value)) or "-"
     return escape(str(value))
 
 

@@ -7,18 +7,20 @@ the text, so tests feed them the formats seen on clusters.
     job_gpus(job, node)      `scontrol show job -d` (Nodes=gpu01 ... GRES=gpu:2(IDX:0-1))
     leaf_switches()          `scontrol show topology` (SwitchName=... Nodes=...)
     hostnames("gpu[01-04]")  submitit's node-list parser, bounded before it expands
-    list_nodes(partition, nodelist)   `sinfo -N`: each node's state, GPUs, features, partitions
+    slurm_nodes(partition, nodelist)   `sinfo -N`: each node's state with its flag, drain reason
+                             (who set it, when), GPUs, features, partitions (SlurmNode)
+    states_if_slurm(nodes)   the same, or {} where there is no Slurm to ask
     select_nodes(partition, nodelist, constraint)   the nodes a scope names, bad names refused
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from wirewise.errors import UserError
 from wirewise.limits import MAX_NODES
-from wirewise.orchestrator.slurm.command import available, slurm
+from wirewise.orchestrator.slurm.command import SlurmError, available, slurm
 from wirewise.ranges import GPU_INDICES, parse_ranges
 
 _GRES_USED = re.compile(r"GresUsed=(\S*)")
@@ -128,27 +130,51 @@ def _span(part: str) -> int:
 # down, drained or draining, failing, or in maintenance; a trailing '*' means it does not answer.
 _NO_NEW_JOBS = ("down", "drain", "fail", "maint", "reboot", "inval", "future", "unknown", "boot")
 _COUNT = re.compile(r"^gpu(?::[^:(]+)?:(\d+)")
+# Every field a reader of nodes needs, asked in one `sinfo -N`: name, partition, long state with
+# its flag, GRES, active features, who set the reason and when, the reason last (it may hold '|').
+SINFO_FIELDS = "%N|%P|%T|%G|%b|%U|%H|%E"
+# sinfo's long state names (%T) end in a flag: * not responding, ~ powered off, # powering up,
+# ! powering down, % powered down, $ maintenance reservation, @ reboot pending, ^ rebooting, - planned.
+_FLAGS = "*~#!%$@^-"
+_NOT_SET = ("", "none", "(null)", "Unknown")  # sinfo names a user and a time even where no reason is set
 
 
 @dataclass(frozen=True)
 class SlurmNode:
-    """One node as `sinfo -N` shows it."""
+    """One node as `sinfo -N` shows it (a node in several partitions is one line per partition)."""
 
     name: str
-    state: str  # as sinfo prints it: idle, mixed, allocated, down*, drained, idle+drain, ...
+    state: str  # sinfo's long state without its flag, lower case: idle, mixed, drained, draining, down, ...
+    flag: str  # the flag it ended in ('' none, '*' not responding, '~' powered off, ...: _FLAGS)
     gpus: int  # the GPUs of its GRES (every gpu type summed)
     features: tuple[str, ...]  # its active features
-    partitions: tuple[str, ...]
+    partitions: tuple[str, ...]  # in sinfo's order, the default partition's '*' dropped
+    reason: str | None = None  # None: no reason set
+    reason_by: str | None = None  # who set the reason, as sinfo names them (root(0))
+    reason_at: str | None = None
+
+    @property
+    def responding(self) -> bool:
+        return "*" not in self.flag
+
+    @property
+    def drained(self) -> bool:
+        """drained or draining (a drain is set)."""
+        return "drain" in self.state
 
     @property
     def unavailable(self) -> str | None:
         """Why no new job should go there ('down', 'drained', 'not responding', ...); None: usable."""
-        return unavailable(self.state)
+        return unavailable(self.state + ("" if self.responding else "*"))
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable is None
 
 
 def unavailable(state: str) -> str | None:
     """Why a node in this sinfo state (%T, flags included) takes no new job; None: it does. The
-    one rule for every reader of node states (scopes here, the health loop's slurm.states)."""
+    one rule for every reader of node states (scopes, placement, the health loop)."""
     words = re.split(r"[+~#!%$@^-]", state.rstrip("*").lower())
     reason = next((word for word in words if word.startswith(_NO_NEW_JOBS)), None)
     if state.endswith("*"):
@@ -156,22 +182,31 @@ def unavailable(state: str) -> str | None:
     return reason
 
 
-def nodes_from_sinfo(text: str) -> list[SlurmNode]:
-    """`sinfo -h -N -o '%N|%T|%G|%b|%P'` lines -> nodes, in sinfo's order; a node listed under
-    several partitions is one node with all of them."""
-    found: dict[str, SlurmNode] = {}
+def parse_sinfo(text: str) -> dict[str, SlurmNode]:
+    """`sinfo -h -N -o SINFO_FIELDS` lines -> nodes by name, in sinfo's order; a node listed
+    under several partitions is one node with all of them."""
+    first: dict[str, list[str]] = {}
+    partitions: dict[str, list[str]] = {}
     for line in text.splitlines():
-        fields = line.strip().split("|")
-        if len(fields) != 5 or not fields[0]:
+        fields = line.split("|", 7)
+        if len(fields) != 8 or not fields[0].strip():
             continue
-        name, state, gres, features, partition = fields
-        partition = partition.rstrip("*")  # the default partition is marked with a '*'
-        if name in found:
-            node = found[name]
-            found[name] = SlurmNode(name, node.state, node.gpus, node.features, (*node.partitions, partition))
-            continue
-        found[name] = SlurmNode(name, state, gpu_count(gres), _words(features), (partition,))
-    return list(found.values())
+        fields = [f.strip() for f in fields]
+        name, partition = fields[0], fields[1].rstrip("*")  # the default partition is marked with a '*'
+        first.setdefault(name, fields)
+        known = partitions.setdefault(name, [])
+        if partition not in known:
+            known.append(partition)
+    return {name: _node(fields, tuple(partitions[name])) for name, fields in first.items()}
+
+
+def _node(fields: list[str], partitions: tuple[str, ...]) -> SlurmNode:
+    name, _, state, gres, features, user, when, reason = fields
+    flag = state[len(state.rstrip(_FLAGS)):]
+    reason = None if reason in _NOT_SET else reason
+    return SlurmNode(name, state[:len(state) - len(flag)].lower(), flag, gpu_count(gres), _words(features), partitions,
+                     reason, user if reason and user not in _NOT_SET else None,
+                     when if reason and when not in _NOT_SET else None)
 
 
 def gpu_count(gres: str) -> int:
@@ -187,29 +222,47 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(w for w in text.split(",") if w and w != "(null)")
 
 
-def list_nodes(partition: str | None = None, nodelist: str | None = None) -> list[SlurmNode]:
-    """The nodes of a partition and/or a node list (every node without either), one sinfo call."""
-    args = ["-h", "-N", "-o", "%N|%T|%G|%b|%P"]
+def slurm_nodes(partition: str | None = None, nodelist: str | None = None) -> dict[str, SlurmNode]:
+    """The nodes of a partition and/or a node list (every node without either), by name, from
+    one sinfo call."""
+    args = ["-h", "-N", "-o", SINFO_FIELDS]
     if partition:
         args += ["-p", partition]
     if nodelist:
         args += ["-n", nodelist]
-    return nodes_from_sinfo(slurm("sinfo", *args))
+    return parse_sinfo(slurm("sinfo", *args) or "")
+
+
+def states_if_slurm(nodes: list[str] | None = None, partition: str | None = None) -> dict[str, SlurmNode]:
+    """slurm_nodes(), or {} where this machine has no Slurm (no sinfo, or no controller answers:
+    a laptop placing on stored wirings)."""
+    if not available("sinfo") or nodes == []:
+        return {}
+    try:
+        return slurm_nodes(partition, ",".join(nodes) if nodes else None)
+    except SlurmError:
+        return {}
 
 
 def select_nodes(partition: str | None, nodelist: str | None, constraint: str | None,
                  labels: dict[str, str] | None = None) -> list[SlurmNode]:
     """The nodes a scope names: in the partition, on the node list, with the features the
-    constraint asks for. Names Slurm does not know, a partition without nodes and a feature no
-    node has are one UserError line each, named as the person wrote them (`labels`)."""
+    constraint asks for, from one sinfo call (with a node list, the partition is filtered here
+    so that a name in another partition is told apart from one Slurm does not know). Names
+    Slurm does not know, a partition without nodes and a feature no node has are one UserError
+    line each, named as the person wrote them (`labels`)."""
     labels = labels or {}
-    nodes = list_nodes(partition, nodelist)
+    found = slurm_nodes(None if nodelist else partition, nodelist)
+    nodes = list(found.values())
     if nodelist:
-        known = {node.name for node in list_nodes(None, nodelist)} if partition else {node.name for node in nodes}
-        unknown = [name for name in hostnames(nodelist) if name not in known]
+        unknown = [name for name in hostnames(nodelist) if name not in found]
         if unknown:
             raise UserError(f"{labels.get('nodelist', 'nodelist')} {nodelist}: Slurm knows no node {', '.join(unknown[:5])}"
                             f"{' ...' if len(unknown) > 5 else ''} (`sinfo -N` lists them)")
+        if partition:
+            named = partition.split(",")  # as `sinfo -p` would: only the named partitions
+            nodes = [replace(node, partitions=tuple(p for p in node.partitions if p in named)) for node in nodes
+                     if set(named) & set(node.partitions)]
     if not nodes:
         if nodelist and partition:
             raise UserError(f"{labels.get('nodelist', 'nodelist')} {nodelist}: none of these nodes is in partition {partition}")

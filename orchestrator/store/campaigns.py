@@ -1,6 +1,6 @@
-"""Store campaigns and tasks: a campaign row with its folder and Slurm arrays, one task row
-per task (its key is the task id), updated as tasks are submitted, run and collected. A
-`bench` run is stored as a task without a campaign."""
+"""Store campaigns and tasks: a campaign row with its folder and executor, one task row per
+task (its key is the task id), updated as tasks are submitted, run and collected. A `bench`
+run is stored as a task without a campaign."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ class CampaignInfo:
     name: str
     folder: str
     executor: str
-    slurm_arrays: list[str]
     spec: dict[str, Any]
     created_at: Any
 
@@ -44,7 +43,7 @@ def create_campaign(store: Store, name: str, spec: dict[str, Any], folder: str, 
             raise UserError(f"campaign {name!r} exists already: follow it with `wirewise campaign status {name}`, "
                             f"re-run what failed with `campaign resume {name}`, or give the spec another name")
         campaign_id = session.execute(
-            insert(CAMPAIGNS).values(name=name, spec=spec, folder=folder, executor=executor, slurm_arrays=[])
+            insert(CAMPAIGNS).values(name=name, spec=spec, folder=folder, executor=executor)
         ).inserted_primary_key[0]
         _insert_tasks(session, campaign_id, tasks)
 
@@ -78,13 +77,13 @@ def _insert_tasks(session, campaign_id: int, tasks) -> None:
 def campaign_info(store: Store, name: str) -> CampaignInfo:
     with store.read() as db:
         d, p = db.dialect, db.params()
-        row = db.rows(f"SELECT name, folder, executor, slurm_arrays, spec, created_at FROM campaigns WHERE name = {p(name)}", p)
+        row = db.rows(f"SELECT name, folder, executor, spec, created_at FROM campaigns WHERE name = {p(name)}", p)
         if not row:
             known = db.column("SELECT name FROM campaigns ORDER BY created_at DESC LIMIT 5")
             hint = f" (recent: {', '.join(known)})" if known else " (none stored yet: `wirewise campaign submit SPEC`)"
             raise UserError(f"no campaign named {name!r}{hint}")
-    name, folder, executor, arrays, spec, created_at = row[0]
-    return CampaignInfo(name, folder or "", executor or "local", list(d.json(arrays) or []), d.json(spec), d.when(created_at))
+    name, folder, executor, spec, created_at = row[0]
+    return CampaignInfo(name, folder or "", executor or "local", d.json(spec), d.when(created_at))
 
 
 def campaign_tasks(store: Store, name: str) -> list[TaskInfo]:
@@ -97,28 +96,17 @@ def campaign_tasks(store: Store, name: str) -> list[TaskInfo]:
     return [TaskInfo(*row) for row in rows]
 
 
-def set_submitted(store: Store, name: str, elements: dict[str, tuple[int, str | None]], arrays: list[str]) -> None:
+def set_submitted(store: Store, elements: dict[str, tuple[int, str | None]]) -> None:
     """{task id: (bundle, element id or None)} of one submission, the element as its executor
-    names it (a Slurm array element ARRAY_INDEX, a local run); arrays: its Slurm array ids."""
-    from sqlalchemy import bindparam, select, update
+    names it (a Slurm array element ARRAY_INDEX, which names its array; a local run)."""
+    if not elements:
+        return
+    from sqlalchemy import bindparam
 
-    from wirewise.orchestrator.store.schema import CAMPAIGNS
-
-    C = CAMPAIGNS.c
     with store.session() as session:
-        campaign_id, known = session.execute(select(C.id, C.slurm_arrays).where(C.name == name)).one()
-        session.execute(update(CAMPAIGNS).where(C.id == campaign_id).values(slurm_arrays=[*known, *arrays]))
-        if elements:
-            session.execute(_by_key(bundle=bindparam("b"), slurm_job_id=bindparam("j"), slurm_array_id=bindparam("a")), [
-                {"k": key, "b": bundle, "j": element, "a": _array_of(element, arrays)}
-                for key, (bundle, element) in elements.items()
-            ])
-
-
-def _array_of(element: str | None, arrays: list[str]) -> str | None:
-    """The Slurm array an element id belongs to; None for an element of another executor."""
-    array = element.split("_")[0] if element else None
-    return array if array in arrays else None
+        session.execute(_by_key(bundle=bindparam("b"), slurm_job_id=bindparam("j")), [
+            {"k": key, "b": bundle, "j": element} for key, (bundle, element) in elements.items()
+        ])
 
 
 def set_statuses(store: Store, statuses: dict[str, str], attempts: dict[str, int] | None = None) -> None:

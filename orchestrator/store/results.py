@@ -83,6 +83,7 @@ class Filters:
 # GPUs, or ranks for CPU runs (gpu_count 0); NULL where an imported log did not say (gpu_count NULL)
 RANKS = "CASE WHEN gpu_count IS NULL THEN world_size ELSE coalesce(nullif(gpu_count, 0), world_size, 0) END"
 GPU_LIST = "CAST(gpus AS VARCHAR)"  # the GPUs as JSON text: PostgreSQL can neither group nor compare json
+NODE_LIST = "CAST(nodes AS VARCHAR)"  # a task's nodes as JSON text, for the same reason
 
 
 def _transport(d: Dialect) -> str:
@@ -96,14 +97,14 @@ def _recorded_placement(d: Dialect) -> str:
 
 # What ran it: 'cpu' for CPU ranks (gpu_count 0), else 'gpu' (a report's key, not a --group-by field)
 DEVICE = "CASE WHEN gpu_count = 0 THEN 'cpu' ELSE 'gpu' END"
-GROUP_FIELDS = ("source", "campaign", "node", "fingerprint", "fabric", "op", "dtype", "in_place", "bytes", "model",
-                "strategy", "gpus", "placement", "transport", "task_id")
+GROUP_FIELDS = ("source", "campaign", "node", "node_count", "nodes", "fingerprint", "fabric", "op", "dtype", "in_place",
+                "bytes", "model", "strategy", "gpus", "placement", "transport", "task_id")
 
 
 def _field_sql(d: Dialect) -> dict[str, str]:
     """Each field results can be grouped by, and status (always part of a group), as SQL
     (placement: where recorded); the others are the columns of their name."""
-    derived = {"gpus": RANKS, "placement": _recorded_placement(d), "transport": _transport(d)}
+    derived = {"gpus": RANKS, "nodes": NODE_LIST, "placement": _recorded_placement(d), "transport": _transport(d)}
     return {**{name: derived.get(name, name) for name in (*GROUP_FIELDS, "status")}, "device": DEVICE}
 # What a run that did not record its placement is placed by: the node's wiring and its GPUs.
 _UNRECORDED = {"node": "node", "fingerprint": "fingerprint", "gpu_count": "gpu_count", "gpu_list": GPU_LIST}
@@ -213,6 +214,8 @@ def grouped(store: Store, filters: Filters, workload: str, fields: tuple[str, ..
             group.setdefault(f"unrecorded_{name}", None)
         if group.get("in_place") is not None:
             group["in_place"] = bool(group["in_place"])
+        if "nodes" in group:  # a tuple, so that groups of the same nodes merge (JSON text differs in spacing)
+            group["nodes"] = tuple(json.loads(group["nodes"]))
         for metric in metrics:
             group[metric] = _values(metric, group[metric])
     return found

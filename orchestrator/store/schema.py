@@ -81,7 +81,6 @@ CAMPAIGNS = Table(
     Column("spec", JSON, nullable=False),
     Column("folder", String(4096)),  # spec, plan, task run folders, submitit logs
     Column("executor", String(16)),  # local | slurm
-    Column("slurm_arrays", JSON, nullable=False, default=list),  # every array job id submitted: one sacct reads them all
     Column("created_at", WHEN, nullable=False, default=utcnow),
 )
 
@@ -101,8 +100,7 @@ TASKS = Table(
     Column("repeat", Integer, nullable=False, default=0),
     Column("bundle", Integer),  # the array element (bundle) that runs it, in its submission
     Column("status", String(16), nullable=False, default="pending", index=True),
-    Column("slurm_job_id", String(64)),
-    Column("slurm_array_id", String(64)),
+    Column("slurm_job_id", String(64)),  # the element as its executor names it; Slurm's ARRAY_INDEX names its array (db/versions/0008)
     Column("attempts", Integer, nullable=False, default=0),
     Column("created_at", WHEN, nullable=False, default=utcnow),
     Column("updated_at", WHEN, nullable=False, default=utcnow, onupdate=utcnow),

@@ -64,18 +64,17 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
 def nodes_to_avoid(request: RunRequest, store) -> tuple[dict[str, str], list[str]]:
     """({node: why} the job is kept off, warnings): the nodes placement avoids that Slurm has in
     the job's partition (--exclude may name no node Slurm does not know); with --node naming one
-    of them, a warning instead."""
+    of them, a warning instead. One `sinfo -N` (of the partition, or of --node) gives both the
+    nodes' states that placement avoids and the names Slurm knows."""
     from wirewise.orchestrator.decide import nodes_measured
-    from wirewise.orchestrator.executor import executor_named
-    from wirewise.orchestrator.executor.core import Scope
+    from wirewise.orchestrator.slurm.nodes import states_if_slurm
 
-    avoid = nodes_measured(store).avoid
-    if not avoid:
-        return {}, []
     if request.node:
+        avoid = nodes_measured(store, slurm_nodes=states_if_slurm([request.node])).avoid
         why = avoid.get(request.node)
         return {}, [f"--node {request.node} is one placement avoids: {why}"] if why else []
-    known = {n.name for n in executor_named("slurm").nodes(Scope(partition=request.partition)) or []}
+    known = states_if_slurm(partition=request.partition)
+    avoid = nodes_measured(store, slurm_nodes=known).avoid
     return {node: why for node, why in avoid.items() if node in known}, []
 
 

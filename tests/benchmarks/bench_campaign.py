@@ -53,7 +53,7 @@ store = Store({db!r})
 root = Path({str(folder / 'campaign')!r})
 doc = spec.model_dump(mode='json', exclude_unset=True)
 create_campaign(store, spec.name, doc, str(root), 'local', plan.tasks)
-set_submitted(store, spec.name, {{t.spec.task_id: (i // 8, None) for i, t in enumerate(plan.tasks)}}, [])
+set_submitted(store, {{t.spec.task_id: (i // 8, None) for i, t in enumerate(plan.tasks)}})
 write_campaign(root, spec.name, doc, plan.to_json(), [t.spec for t in plan.tasks])
 folder = CampaignFolder(root)
 for i, task in enumerate(plan.tasks):

@@ -8,8 +8,10 @@
 
 The 1,000 nodes exist in the store (their wirings, stored as `topo survey` stores them) and in
 stand-ins for Slurm's sinfo and sacct on PATH, which print what Slurm 22.05 prints for such a
-cluster (`sinfo -h -N -o '%N|%T|%G|%b|%P'`, `sacct -X -n -P -o JobID,State`) and count their
-calls; no cluster of 1,000 nodes exists here. Exits 1 when a target is missed.
+cluster (`sinfo -h -N -o` with wirewise.orchestrator.slurm.nodes.SINFO_FIELDS: the A100 nodes
+in a second partition, untyped GRES and no features there, a few nodes drained with a reason
+holding '|', not responding or planned; `sacct -X -n -P -o JobID,State`) and count their calls;
+no cluster of 1,000 nodes exists here. Exits 1 when a target is missed.
 Run: `.venv/bin/python tests/benchmarks/bench_fleet.py`."""
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ TOPO = ROOT / "tests" / "fixtures" / "topo"
 TYPES = {  # node type -> (its wiring, its GRES)
     "nvl": (TOPO / "synthetic-h200-nvl-8gpu-two-quads.txt", "gpu:h200:8(S:0-1)"),
     "sxm": (TOPO / "synthetic-h200-sxm-8gpu-nvswitch.txt", "gpu:h200:8(S:0-1)"),
-    "a100": (TOPO / "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt", "gpu:a100:4"),
+    "a100": (TOPO / "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt", "gpu:4"),
 }
 NODES = 1000
 SPEC = {
@@ -57,6 +59,19 @@ def node_types() -> dict[str, str]:
     return {f"gpu{i:04d}": rng.choices(list(TYPES), weights=[5, 3, 2])[0] for i in range(NODES)}
 
 
+def sinfo_lines(i: int, node: str, kind: str) -> str:
+    """The node's lines as sinfo prints them: one per partition (the default marked '*'); every
+    97th drained by a person, every 211th not responding, every 13th planned for a job."""
+    state, who, reason = ("mixed-" if i % 13 == 0 else "idle"), "Unknown|Unknown", "none"
+    if i % 97 == 0:
+        state, who, reason = "drained", "alice(1001)|2026-12-01T09:12:44", "PSU swap | ticket 4711"
+    elif i % 211 == 0:
+        state, who, reason = "idle*", "slurm(64030)|2026-12-01T08:00:00", "Not responding"
+    features = "(null)" if kind == "a100" else f"{kind},ib"
+    partitions = ("gpu*", "long") if kind == "a100" else ("gpu*",)
+    return "".join(f"{node}|{p}|{state}|{TYPES[kind][1]}|{features}|{who}|{reason}\n" for p in partitions)
+
+
 def fake_slurm(folder: Path, types: dict[str, str]) -> dict:
     """Stand-ins for sinfo, sacct, squeue and scontrol on PATH; the environment that uses them."""
     bin_dir = folder / "bin"
@@ -65,7 +80,7 @@ def fake_slurm(folder: Path, types: dict[str, str]) -> dict:
         path = bin_dir / command
         path.write_text(STUB.format(calls=folder / "calls.txt", folder=folder))
         path.chmod(0o755)
-    (folder / "sinfo.txt").write_text("".join(f"{n}|idle|{TYPES[t][1]}|{t}|gpu*\n" for n, t in types.items()))
+    (folder / "sinfo.txt").write_text("".join(sinfo_lines(i, n, t) for i, (n, t) in enumerate(types.items())))
     (folder / "sacct.txt").write_text("")
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WIREWISE_DB": f"sqlite:///{folder / 'bench.db'}",
             "WIREWISE_RUNS": str(folder / "runs")}
@@ -103,7 +118,7 @@ jobs, placed = {{}}, {{}}
 for i, task in enumerate(plan.tasks):
     job = jobs.setdefault(task.spec.hosts[0], str(5000 + len(jobs)))
     placed[task.spec.task_id] = (0, job)
-set_submitted(store, spec.name, placed, sorted(set(jobs.values())))
+set_submitted(store, placed)
 folder = CampaignFolder(root)
 for i, task in enumerate(plan.tasks):
     if i % 2 == 0:

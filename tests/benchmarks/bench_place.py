@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's tests/ package
 
 from wirewise.orchestrator.placement import select_gpus  # noqa: E402
-from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes  # noqa: E402
+from wirewise.orchestrator.placement.nodes import Candidate, choose_nodes  # noqa: E402
 from wirewise.orchestrator.placement.place import place  # noqa: E402
 from wirewise.topology import Topology, read_topology  # noqa: E402
 from tests.benchmarks.bench_topology import quads_pairs_numa  # noqa: E402
@@ -34,18 +34,18 @@ def hgx16() -> Topology:
     return Topology(links=matrix(16, quads_pairs_numa), gpu_names=["NVIDIA H200 NVL"] * 16, numa=[i // 8 for i in range(16)])
 
 
-def cluster(nodes: int = 256, per_leaf: int = 16, seed: int = 7) -> tuple[list[NodeState], dict[str, str]]:
+def cluster(nodes: int = 256, per_leaf: int = 16, seed: int = 7) -> tuple[list[Candidate], dict[str, str]]:
     """256 nodes of 8x H200 NVL (two quads), a third of them with 1-5 GPUs busy; 16 nodes per
     leaf switch."""
     rng = random.Random(seed)
     topo = read_topology(NVL_QUADS)
-    states, leaf_of = [], {}
+    candidates, leaf_of = [], {}
     for n in range(nodes):
         busy = set(rng.sample(range(8), rng.randint(1, 5))) if rng.random() < 0.33 else set()
         name = f"gpu{n:03d}"
-        states.append(NodeState(name, topo, [g for g in range(8) if g not in busy]))
+        candidates.append(Candidate(name, topo, [g for g in range(8) if g not in busy]))
         leaf_of[name] = f"leaf{n // per_leaf}"
-    return states, leaf_of
+    return candidates, leaf_of
 
 
 def timed(call, runs: int = RUNS) -> tuple[list[float], object]:

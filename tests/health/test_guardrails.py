@@ -1,6 +1,7 @@
-"""The guardrails and the parts of the loop that need no cluster: sinfo's node lines as seen
-on clusters, the drain budget per partition and per hour, and drains claimed in the store by
-many processes at once (SQLite and PostgreSQL), which must together stay within the limits."""
+"""The guardrails and the parts of the loop that need no cluster: the drain budget per
+partition (a node in several partitions is held to each) and per hour, and drains claimed in
+the store by many processes at once (SQLite and PostgreSQL), which must together stay within
+the limits."""
 
 from __future__ import annotations
 
@@ -10,30 +11,17 @@ import pytest
 
 from wirewise.orchestrator.health.guard import Budget, share_limit
 from wirewise.orchestrator.health.rules import Guardrails
-from wirewise.orchestrator.slurm.states import parse_sinfo
-
-SINFO = """\
-gpu001|gpu*|idle|root(0)|2026-12-01T10:00:00|none
-gpu002|gpu*|drained|alice(1001)|2026-12-01T09:12:44|PSU swap | ticket 4711
-gpu002|debug|drained|alice(1001)|2026-12-01T09:12:44|PSU swap | ticket 4711
-gpu003|gpu*|mixed$|root(0)|Unknown|none
-gpu004|gpu*|down*|slurm(64030)|2026-12-01T08:00:00|Not responding
-gpu005|gpu*|draining|root(0)|2026-12-01T11:00:00|wirewise:busbw-below-baseline:all_reduce.busbw:-12.4%
-"""
+from wirewise.orchestrator.slurm.nodes import parse_sinfo
 
 
-def test_sinfo_lines_as_clusters_print_them():
-    found = parse_sinfo(SINFO)
-    assert found["gpu002"].partitions == ("debug", "gpu") and found["gpu002"].reason == "PSU swap | ticket 4711"
-    assert (found["gpu002"].reason_by, found["gpu002"].drained, found["gpu002"].available) == ("alice(1001)", True, False)
-    assert (found["gpu001"].reason, found["gpu001"].reason_by, found["gpu001"].available) == (None, None, True)
-    assert (found["gpu003"].state, found["gpu003"].available) == ("mixed", True)
-    assert (found["gpu004"].state, found["gpu004"].responding, found["gpu004"].available) == ("down", False, False)
-    assert found["gpu005"].drained and found["gpu005"].reason.startswith("wirewise:")
+def sinfo(*nodes: tuple[str, str, str, str]) -> str:
+    """`sinfo -h -N -o SINFO_FIELDS` lines for (name, partition, state, reason) ('none': no reason set)."""
+    return "".join(f"{name}|{partition}|{state}|gpu:h200:8(S:0-1)|nvl|root(0)|2026-12-01T10:00:00|{reason}\n"
+                   for name, partition, state, reason in nodes)
 
 
 def test_the_budget_per_partition_and_per_hour():
-    states = parse_sinfo("\n".join(f"n{i:02d}|gpu|idle|||none" for i in range(30)) + "\nn30|gpu|down|||dead\n")
+    states = parse_sinfo(sinfo(*[(f"n{i:02d}", "gpu*", "idle", "none") for i in range(30)], ("n30", "gpu*", "down*", "dead")))
     rails = Guardrails(max_share=0.1, max_per_hour=5)
     assert share_limit(31, rails) == 3 and share_limit(3, rails) == 1 and share_limit(10, rails) == 1
     budget = Budget(rails, states)
@@ -43,6 +31,10 @@ def test_the_budget_per_partition_and_per_hour():
     beyond = Budget(rails, states, beyond=1)
     assert beyond("n03", 2, {"n01", "n02"}) is None and beyond.passed_beyond == ["n03"]
     assert beyond("n04", 3, {"n01", "n02", "n03"}) is not None  # one confirmed, no more
+    shared = parse_sinfo(sinfo(("a", "gpu*", "idle", "none"), ("a", "debug", "idle", "none"),
+                               ("b", "debug", "drained", "PSU swap | ticket 4711"), *[(f"n{i:02d}", "gpu*", "idle", "none") for i in range(30)]))
+    assert Budget(rails, shared)("a", 0, set()) == ("guardrail max_share: partition debug has 1 of 2 node(s) unavailable "
+                                                   "and allows 1 (max_share 0.1, at least one)")
 
 
 def _claim(url: str, node: str, barrier, outcomes) -> None:
@@ -50,7 +42,7 @@ def _claim(url: str, node: str, barrier, outcomes) -> None:
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.health import claim_drains
 
-    states = parse_sinfo("\n".join(f"n{i}|gpu|idle|||none" for i in range(8)))
+    states = parse_sinfo(sinfo(*[(f"n{i}", "gpu", "idle", "none") for i in range(8)]))
     store = Store(url)
     barrier.wait()
     [row] = claim_drains(store, [{"node": node, "reason": "wirewise:test:x:-1"}], Budget(Guardrails(max_share=0.25, max_per_hour=5), states),

@@ -98,13 +98,13 @@ def test_campaign_reads_and_writes(urls):
     for url in urls:
         store = Store(url)
         create_campaign(store, "c1", {"name": "c1"}, "/runs/c1", "slurm", [task("t1"), task("t2")])
-        set_submitted(store, "c1", {"t1": (0, "77_0"), "t2": (1, None)}, ["77"])
+        set_submitted(store, {"t1": (0, "77_0"), "t2": (1, None)})
         set_statuses(store, {"t1": "ok"}, {"t2": 2})
         bench = SimpleNamespace(task_id="b1", workload="train", params={}, gpus=[], node="n", labels={})
         record_task(store, bench, "ok")
         record_task(store, bench, "failed")
         info = campaign_info(store, "c1")
-        assert (info.folder, info.executor, info.slurm_arrays, info.spec) == ("/runs/c1", "slurm", ["77"], {"name": "c1"})
+        assert (info.folder, info.executor, info.spec) == ("/runs/c1", "slurm", {"name": "c1"})
         answers.append((campaign_tasks(store, "c1"), _without_times(list_campaigns(store))))
         with store.read() as db:
             assert db.rows("SELECT status, attempts FROM tasks WHERE key = 'b1'") == [("failed", 2)]

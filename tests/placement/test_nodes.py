@@ -7,7 +7,7 @@ import pytest
 
 from tests.topology.common import NVL_QUADS, TOPO
 from wirewise.orchestrator.placement import Unplaceable
-from wirewise.orchestrator.placement.nodes import NodeState, choose_nodes
+from wirewise.orchestrator.placement.nodes import Candidate, choose_nodes
 from wirewise.topology import read_topology
 
 NVL = read_topology(NVL_QUADS)
@@ -16,14 +16,14 @@ ALL = list(range(8))
 
 
 def test_a_request_that_fits_one_node_takes_the_snuggest_fast_one() -> None:
-    nodes = [NodeState("full", NVL, ALL), NodeState("quad-left", NVL, [4, 5, 6, 7]), NodeState("scattered", NVL, [0, 1, 4, 5, 6])]
+    nodes = [Candidate("full", NVL, ALL), Candidate("quad-left", NVL, [4, 5, 6, 7]), Candidate("scattered", NVL, [0, 1, 4, 5, 6])]
     choice = choose_nodes(nodes, 4)
     assert choice.nodes == [("quad-left", [4, 5, 6, 7])]  # a whole quad, and "full" stays whole
     assert choice.predicted_busbw_gbs == 360.0
 
 
 def test_two_nodes_of_one_wiring_eight_each() -> None:
-    nodes = [NodeState("a", NVL, ALL), NodeState("b", NVL, [0, 1, 2, 3, 4, 5]), NodeState("c", NVL, ALL)]
+    nodes = [Candidate("a", NVL, ALL), Candidate("b", NVL, [0, 1, 2, 3, 4, 5]), Candidate("c", NVL, ALL)]
     choice = choose_nodes(nodes, 16)
     assert choice.nodes == [("a", ALL), ("c", ALL)] and choice.per_node == 8
 
@@ -31,7 +31,7 @@ def test_two_nodes_of_one_wiring_eight_each() -> None:
 def test_equal_gpus_per_node_and_one_wiring_only() -> None:
     """12 GPUs: the NVSwitch node cannot join NVL nodes (another fingerprint); three NVL nodes
     with a quad free each give 3 x 4."""
-    nodes = [NodeState("sw", NVSWITCH, ALL)] + [NodeState(f"nvl{i}", NVL, [4, 5, 6, 7]) for i in range(3)]
+    nodes = [Candidate("sw", NVSWITCH, ALL)] + [Candidate(f"nvl{i}", NVL, [4, 5, 6, 7]) for i in range(3)]
     choice = choose_nodes(nodes, 12)
     assert choice.per_node == 4 and [gpus for _, gpus in choice.nodes] == [[4, 5, 6, 7]] * 3
     assert choice.fingerprint == NVL.fingerprint
@@ -39,7 +39,7 @@ def test_equal_gpus_per_node_and_one_wiring_only() -> None:
 
 def test_fewest_leaf_switches_best_fit() -> None:
     names = ["n1", "n2", "n3", "n4", "n5"]
-    nodes = [NodeState(name, NVL, ALL) for name in names]
+    nodes = [Candidate(name, NVL, ALL) for name in names]
     leaf_of = {"n1": "s1", "n2": "s1", "n3": "s1", "n4": "s2", "n5": "s2"}
     choice = choose_nodes(nodes, 16, leaf_of)
     assert [name for name, _ in choice.nodes] == ["n4", "n5"] and choice.switches == 1  # s1 stays whole
@@ -48,7 +48,7 @@ def test_fewest_leaf_switches_best_fit() -> None:
 
 
 def test_no_room_is_unplaceable() -> None:
-    nodes = [NodeState("a", NVL, [0, 1, 2]), NodeState("b", NVL, [0, 1])]
+    nodes = [Candidate("a", NVL, [0, 1, 2]), Candidate("b", NVL, [0, 1])]
     with pytest.raises(Unplaceable, match="equal GPUs per node"):
         choose_nodes(nodes, 7)
 
@@ -84,7 +84,7 @@ def test_what_pair_tests_measured_comes_first_and_a_bad_node_is_left_out() -> No
     link judged slow; with nothing measured among them, the leaf switches decide as before."""
     from wirewise.orchestrator.placement.nodes import Measured
 
-    nodes = [NodeState(name, NVL, ALL) for name in ("n1", "n2", "n3", "n4", "n5")]
+    nodes = [Candidate(name, NVL, ALL) for name in ("n1", "n2", "n3", "n4", "n5")]
     leaf_of = {"n1": "s1", "n2": "s1", "n3": "s2", "n4": "s2", "n5": "s2"}
     assert [n for n, _ in choose_nodes(nodes, 16, leaf_of).nodes] == ["n1", "n2"]  # the smallest switch that holds both
     measured = Measured(avoid={"n1": "pair test p: best pair 9 GB/s"}, healthy={"n3", "n4", "n5"},

@@ -5,6 +5,7 @@ job gets Slurm's GPUs read back and compared with the best free set."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from sqlalchemy import select
 
 from tests.conftest import wirewise
 from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # named: predictions need the GPU model
-from wirewise.orchestrator.slurm.nodes import job_gpus
+from wirewise.orchestrator.slurm.nodes import SINFO_FIELDS, job_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.orm import PlacedJobRow
@@ -145,6 +146,33 @@ def test_a_job_slurm_refuses_is_one_line_and_not_recorded(slurm_cluster, tmp_pat
     with Store(db_url).session() as session:
         assert session.scalars(select(PlacedJobRow)).all() == []
     assert not (tmp_path / "jobs").exists()  # submitit's script and pickle for the refused job are gone
+
+
+def test_run_asks_sinfo_once_for_the_nodes_it_keeps_the_job_off(slurm_cluster, tmp_path, db_url) -> None:
+    """An open finding on a node Slurm does not know: the job is kept off nothing (--exclude
+    names only nodes Slurm has), and one `sinfo -N` of the partition told both the nodes'
+    states and their names (a stand-in first on PATH writes each call down, then runs sinfo)."""
+    import shutil
+
+    from tests.topology.common import as_text, matrix
+    from wirewise.orchestrator.health.findings import Finding
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import record_check
+
+    record_check(Store(db_url), "ghost01", "pairs", {"pair-below-fleet"}, [Finding(
+        "ghost01", "pair-below-fleet", "pair test pairs-1: best pair 0.1 GB/s", "check its link",
+        metric="all_reduce.busbw", delta="-90.0%", key="pair-below-fleet|all_reduce")])
+    bin_dir, calls = tmp_path / "bin", tmp_path / "sinfo-calls"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {shutil.which("sinfo")} "$@"\n')
+    (bin_dir / "sinfo").chmod(0o755)
+    wide = tmp_path / "sixteen.txt"  # refused by sbatch: no job is left queued
+    wide.write_text(as_text(matrix(16, lambda i, j: "NV18"), ["NVIDIA H200"] * 16))
+    proc = wirewise("run", "--whole-node", "-k", "2", "-f", str(wide), "-p", slurm_cluster.partition, "-t", "5",
+                    "--folder", str(tmp_path / "jobs"), "--db", db_url, "--", "true", cwd=tmp_path,
+                    env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert proc.returncode == 2 and "Slurm refused the job" in proc.stderr, proc.stderr
+    assert calls.read_text().splitlines() == [f"-h -N -o {SINFO_FIELDS} -p {slurm_cluster.partition}"]
 
 
 def test_run_without_a_command_is_refused(tmp_path) -> None:

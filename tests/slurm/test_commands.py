@@ -1,5 +1,6 @@
 """The one runner for Slurm commands (wirewise.orchestrator.slurm.command) and the parsers of
-what Slurm prints about nodes (wirewise.orchestrator.slurm.nodes). The runner's answers, errors
+what Slurm prints about nodes (wirewise.orchestrator.slurm.nodes: one `sinfo -N` format, one
+SlurmNode). The runner's answers, errors
 and timeout are seen through real processes: small scripts named scontrol and squeue first on
 PATH (the real cluster's commands are used by tests/placement/test_run_slurm.py and
 tests/campaign/test_slurm.py through the same runner)."""
@@ -104,26 +105,65 @@ def test_node_lists_expand_through_submitit_and_are_bounded_first() -> None:
         hostnames("gpu[01-03")
 
 
-# `sinfo -h -N -o '%N|%T|%G|%b|%P'` of a cluster: a node in two partitions, GRES of two GPU types
-# with socket bindings, states with their flags (not responding '*', drain, powered down '~').
-SINFO = """gpu01|idle|gpu:h200:8(S:0-1)|nvl,ib|gpu*
-gpu01|idle|gpu:h200:8(S:0-1)|nvl,ib|long
-gpu02|down*|gpu:h200:8(S:0-1)|nvl,ib|gpu*
-gpu03|mixed+drain|gpu:a100:2,gpu:v100:2,nic:1|mixed|gpu*
-gpu04|idle~|gpu:4|(null)|gpu*
-cpu01|allocated|(null)|(null)|cpu
+# `sinfo -h -N -o SINFO_FIELDS` of a cluster, in the shapes Slurm prints: a node in two
+# partitions (one line each, the default one marked '*'), GRES of two GPU types with socket
+# bindings and untyped ones, '(null)' features and GRES, states with their flags (not responding
+# '*', powered off '~', planned '-'), drained and draining, a user and time where no reason is
+# set, and reasons holding the separator.
+SINFO = """gpu01|gpu*|idle|gpu:h200:8(S:0-1)|nvl,ib|root(0)|2026-12-01T10:00:00|none
+gpu01|long|idle|gpu:h200:8(S:0-1)|nvl,ib|root(0)|2026-12-01T10:00:00|none
+gpu02|gpu*|down*|gpu:h200:8(S:0-1)|nvl,ib|slurm(64030)|2026-12-01T08:00:00|Not responding
+gpu03|gpu*|mixed-|gpu:a100:2,gpu:v100:2,nic:1|mixed|Unknown|Unknown|none
+gpu04|gpu*|idle~|gpu:4|(null)|Unknown|Unknown|none
+gpu05|gpu*|drained|gpu:4|(null)|alice(1001)|2026-12-01T09:12:44|PSU swap | ticket 4711
+gpu05|long|drained|gpu:4|(null)|alice(1001)|2026-12-01T09:12:44|PSU swap | ticket 4711
+gpu06|long|draining|gpu:h200:8(S:0-1)|nvl|root(0)|2026-12-01T11:00:00|wirewise:busbw-below-baseline:all_reduce.busbw:-12.4%
+cpu01|cpu|allocated|(null)|(null)|Unknown|Unknown|none
 """
 
 
-def test_the_nodes_of_a_scope_from_one_sinfo(fake_bin) -> None:
-    from wirewise.orchestrator.slurm.nodes import nodes_from_sinfo, select_nodes
+def test_one_sinfo_line_per_node_and_partition_is_one_node() -> None:
+    from wirewise.orchestrator.slurm.nodes import parse_sinfo
 
-    nodes = {n.name: n for n in nodes_from_sinfo(SINFO)}
+    nodes = parse_sinfo(SINFO)
+    assert list(nodes) == ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "gpu06", "cpu01"]
     assert (nodes["gpu01"].partitions, nodes["gpu01"].gpus, nodes["gpu01"].features) == (("gpu", "long"), 8, ("nvl", "ib"))
-    assert (nodes["gpu03"].gpus, nodes["gpu04"].features, nodes["cpu01"].gpus) == (4, (), 0)
+    assert (nodes["gpu03"].gpus, nodes["gpu04"].gpus, nodes["gpu04"].features, nodes["cpu01"].gpus) == (4, 4, (), 0)
+    assert [(n.state, n.flag, n.responding) for n in (nodes["gpu02"], nodes["gpu03"], nodes["gpu04"])] == [
+        ("down", "*", False), ("mixed", "-", True), ("idle", "~", True)]
     assert {name: n.unavailable for name, n in nodes.items()} == {
-        "gpu01": None, "gpu02": "down, not responding", "gpu03": "drain", "gpu04": None, "cpu01": None}
-    command(fake_bin, "sinfo", f"printf '%s' '{SINFO}'")  # whatever the filters: the test names the nodes itself
+        "gpu01": None, "gpu02": "down, not responding", "gpu03": None, "gpu04": None, "gpu05": "drained",
+        "gpu06": "draining", "cpu01": None}
+    drained = nodes["gpu05"]
+    assert (drained.reason, drained.reason_by, drained.reason_at) == ("PSU swap | ticket 4711", "alice(1001)", "2026-12-01T09:12:44")
+    assert (drained.partitions, drained.drained, drained.available) == (("gpu", "long"), True, False)
+    assert nodes["gpu06"].drained and nodes["gpu06"].reason.startswith("wirewise:busbw-below-baseline:")
+    assert (nodes["gpu01"].reason, nodes["gpu01"].reason_by, nodes["gpu01"].reason_at) == (None, None, None)
+
+
+# A stand-in for sinfo that filters by -p and -n as Slurm does, and writes down what it was asked.
+FAKE_SINFO = """#!{python}
+import sys
+from wirewise.orchestrator.slurm.nodes import hostnames
+args = sys.argv[1:]
+open({calls!r}, "a").write(" ".join(args) + "\\n")
+partitions = args[args.index("-p") + 1].split(",") if "-p" in args else None
+names = hostnames(args[args.index("-n") + 1]) if "-n" in args else None
+for line in {lines!r}:
+    name, partition = line.split("|")[:2]
+    if (partitions is None or partition.rstrip("*") in partitions) and (names is None or name in names):
+        print(line)
+"""
+
+
+def test_the_nodes_of_a_scope_from_one_sinfo(fake_bin, tmp_path) -> None:
+    import sys
+
+    from wirewise.orchestrator.slurm.nodes import SINFO_FIELDS, select_nodes
+
+    calls = tmp_path / "calls"
+    (fake_bin / "sinfo").write_text(FAKE_SINFO.format(python=sys.executable, calls=str(calls), lines=SINFO.splitlines()))
+    (fake_bin / "sinfo").chmod(0o755)
     labels = {"constraint": "target.constraint", "nodelist": "target.nodelist"}
     assert [n.name for n in select_nodes("gpu", None, "nvl&ib", labels)] == ["gpu01", "gpu02"]
     assert [n.name for n in select_nodes("gpu", None, "[nvl|mixed]&!ib", labels)] == ["gpu03"]
@@ -133,5 +173,12 @@ def test_the_nodes_of_a_scope_from_one_sinfo(fake_bin) -> None:
         select_nodes("gpu", None, "nvl*2", labels)
     with pytest.raises(UserError, match=r"^target.constraint nvl&: not a constraint expression"):
         select_nodes("gpu", None, "nvl&", labels)
-    with pytest.raises(UserError, match=r"^target.nodelist gpu\[01-09\]: Slurm knows no node gpu05, gpu06, gpu07, gpu08, gpu09 \(`sinfo"):
+    with pytest.raises(UserError, match=r"^target.nodelist gpu\[01-09\]: Slurm knows no node gpu07, gpu08, gpu09 \(`sinfo"):
         select_nodes(None, "gpu[01-09]", None, labels)
+    long = select_nodes("long", "gpu[01-05]", None, labels)  # asked without -p: gpu02 is known, not in long
+    assert [(n.name, n.partitions) for n in long] == [("gpu01", ("long",)), ("gpu05", ("long",))]
+    with pytest.raises(UserError, match=r"^target.nodelist gpu\[02-03\]: none of these nodes is in partition long$"):
+        select_nodes("long", "gpu[02-03]", None, labels)
+    # one sinfo per scope, all fields in it; with a node list the partition is filtered here
+    assert calls.read_text().splitlines() == [f"-h -N -o {SINFO_FIELDS} {where}" for where in (
+        *["-p gpu"] * 5, "-n gpu[01-09]", "-n gpu[01-05]", "-n gpu[02-03]")]
