@@ -1,13 +1,17 @@
 """The figures (wirewise.orchestrator.report.figures) drawn as PNG files: matplotlib's Agg
 canvas used directly (no pyplot, no display), the layout set by hand.
 
-Text is most of the cost: over 100,000 benchmark rows, twelve figures with a legend per panel
-rendered 29,117 glyphs, and the legends took two thirds of the drawing time (cProfile,
+Text is most of the cost (matplotlib 3.11 renders glyph by glyph in Python, about 0.1 ms
+each): over 100,000 benchmark rows, twelve figures with a legend per panel rendered 29,117
+glyphs, and the legends took two thirds of the drawing time (cProfile of the command of
 tests/benchmarks/bench_results.py). So a figure has one legend, beside its panels, with a line
 per label: a label is drawn in the same colour and marker in every panel (the panels of a
-figure show the same wires on different fabrics, or two metrics of the same wires). Tick labels
-are limited to what fits (at most 8 sizes, 12 GPU counts), and a "tight" bounding box, which
-draws every figure twice, is never asked for: the margins follow from the longest label.
+figure show the same wires on different fabrics, or two metrics of the same wires), and the
+legend is drawn once per set of lines as an image that every figure of those lines pastes.
+Tick labels are limited to what fits (at most 8 sizes, 12 GPU counts); text is unhinted (a
+third less time per glyph); the layout is set by hand from the legend's size, never by a
+"tight" bounding box, which draws every figure twice. The benchmark's twelve figures take
+about 3 s of CPU where they took 10.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ MARGIN = {"left": 0.95, "right": 0.15, "top": 0.8, "bottom": 0.55, "between_rows
 LEGEND_FONT = 7.0  # points
 # A legend line is 1.66 font sizes high and a label's character about half of one wide (DejaVu
 # Sans at 7 pt: 48 lines measured 558 pt, 39 characters 136 pt); the handle and padding take
-# about 5 font sizes beside the text.
+# about 5 font sizes beside the text. Used to choose the legend's columns and the size of the
+# canvas it is drawn on; the figure's layout uses the drawn legend's own size.
 LINE_HEIGHT, CHAR_WIDTH, HANDLE_WIDTH = 1.66, 0.55, 5.0
 MARKERS = ("o", "s", "^", "D", "v", "P")  # a label's marker: which run of ten colours it is in
 MOST_TICKS = {"size": 8, "count": 12}
@@ -36,7 +41,8 @@ def draw(figure: Figure, out: Path) -> Path:
     """The figure as `out`/NAME.png; returns its path."""
     import matplotlib
 
-    with matplotlib.rc_context({"text.parse_math": False, "text.hinting": "none"}):  # a name with two '$' is text, not TeX
+    # parse_math off: a name with two '$' is text, not TeX
+    with matplotlib.rc_context({"text.parse_math": False, "text.hinting": "none"}):
         return _draw(figure, out / f"{figure.name}.png")
 
 

@@ -19,8 +19,9 @@ labelled [nccl-tests].
 
 The database groups the results (`figure_cases`: one GROUP BY per workload, as `results` does,
 wirewise.orchestrator.report.aggregate.case_buckets): a case per (what a figure keys on, x,
-status) with its count and each drawn metric's present values, so 100,000 results arrive as
-about 6,000 cases, not as 100,000 rows built into dicts (1.5 s of a report's 3 s of data).
+status) with its count and each drawn metric's present values, so the benchmark's 100,000
+results arrive as about 6,100 cases: 0.8 s of CPU to the figures' data, where a dict per result
+and the figures built from them took 2.9 s.
 """
 
 from __future__ import annotations
