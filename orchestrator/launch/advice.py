@@ -147,6 +147,7 @@ def advise_job(
     where GPUs answer, placed on the wiring all the same. `option` names `strategy` in messages
     (the CLI's --strategy)."""
     from wirewise.orchestrator.advise.estimate import check_sizes
+    from wirewise.orchestrator.slurm.gpus import visible_devices
     from wirewise.orchestrator.store import Store
 
     env = os.environ if env is None else env
@@ -170,7 +171,7 @@ def advise_job(
         model=shape.name, params=shape.params, batch_size=batch_size,
         seq_len=shape.tokens_per_sample if shape.kind == "causal-lm" else None,
         device="cuda" if on_gpu else "cpu", nodes=allocation.nodes, processes_per_node=per_node,
-        gpus=chosen_gpus if on_gpu else [], cuda_visible_devices=_device_names(chosen_gpus, env) if on_gpu else None,
+        gpus=chosen_gpus if on_gpu else [], cuda_visible_devices=visible_devices(chosen_gpus, env) if on_gpu else None,
         assigned_gpus=[] if on_gpu else chosen_gpus, placement=placement, strategies=_rows(advice, on_gpu),
         accelerate_config=configs[0], deepspeed_config=configs[1],
         slurm_job_id=allocation.slurm.job_id if allocation.slurm else None,
@@ -299,9 +300,3 @@ def _configs(strategy: str | None, model: str | None, processes: int, machines: 
     )
     return launcher, deepspeed_launch_config(spec, bf16=on_gpu) if spec.on_deepspeed else None
 
-
-def _device_names(gpus: list[int], env: Mapping[str, str]) -> str:
-    """The chosen GPUs as CUDA_VISIBLE_DEVICES entries of this job (Slurm renumbers, or lists UUIDs)."""
-    from wirewise.orchestrator.slurm.gpus import device_ids
-
-    return ",".join(device_ids(gpus, env) or map(str, gpus))
