@@ -1,9 +1,10 @@
 """Filters from the command line, checked and resolved, and one fact per stored row.
 
-`facts` (report, doctor) and `aggregate` (results, compare) read through the store's one
-translation of Filters into SQL (wirewise.orchestrator.store.results), so a filter means the
-same everywhere. Here: the text of the options parsed, prefixes made whole, and the placement
-class derived from the GPUs and the node's wiring where a campaign did not record it.
+`facts` (doctor, baselines, health checks) and `aggregate` (results, compare, the report's
+cases) read through the store's one translation of Filters into SQL
+(wirewise.orchestrator.store.results), so a filter means the same everywhere. Here: the text
+of the options parsed, prefixes made whole, and the placement class derived from the GPUs and
+the node's wiring where a campaign did not record it.
 """
 
 from __future__ import annotations
