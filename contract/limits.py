@@ -57,17 +57,39 @@ def read_bounded(path: str | Path, max_bytes: int) -> bytes:
     and also for what is not a regular file (a FIFO would block the read, a device such as
     /dev/zero never ends) or is larger than the bound; strerror says which, so a caller's
     `except OSError` message stays one clear line."""
-    too_large = OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input", str(path))
     if str(path) == "-":
         data = sys.stdin.buffer.read(max_bytes + 1)
     else:
         with _open_regular(path) as fh:
-            if os.fstat(fh.fileno()).st_size > max_bytes:
-                raise too_large
+            _check_size(fh, path, max_bytes)
             data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:  # stdin, or a file that grew while read
-        raise too_large
+        raise _too_large(path, max_bytes)
     return data
+
+
+def check_bounded(path: str | Path, max_bytes: int) -> None:
+    """What read_bounded would refuse of a file (OSError alike), found without reading it: a
+    caller that reads many files checks them all before it acts on the first."""
+    with _open_regular(path) as fh:
+        _check_size(fh, path, max_bytes)
+
+
+def _check_size(fh, path: str | Path, max_bytes: int) -> None:
+    if os.fstat(fh.fileno()).st_size > max_bytes:
+        raise _too_large(path, max_bytes)
+
+
+def _too_large(path: str | Path, max_bytes: int) -> OSError:
+    return OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input", str(path))
+
+
+def cannot_read(what: str, path: str | Path, exc: OSError):
+    """The UserError for a file a person named that cannot be read (read_bounded's OSError):
+    one wording for every such file, JSON (read_json) or YAML (wirewise.yamlfile)."""
+    from wirewise.errors import UserError
+
+    return UserError(f"cannot read {what} {str(path)!r}: {exc.strerror}")
 
 
 def read_head(path: str | Path, max_bytes: int) -> bytes:
@@ -116,16 +138,25 @@ def too_deep(doc: Any, limit: int = MAX_NESTING) -> str | None:
     return None
 
 
-def loads_json(text: str | bytes) -> Any:
-    """json.loads with the nesting bounded: ValueError (as for bad JSON) past MAX_NESTING
-    levels, where Python's parser would otherwise raise RecursionError near 1,000."""
+def read_json(path: str | Path, what: str, max_bytes: int, fix: str) -> Any:
+    """The JSON document in a file a person named (a result file, a baselines file, a model
+    config): a regular file of at most `max_bytes` (read_bounded), nested at most MAX_NESTING
+    levels (Python's parser would otherwise raise RecursionError near 1,000). Each way it fails
+    is one UserError that names the file: `what` it is where it cannot be read (cannot_read),
+    and `fix` (what to give instead) where it is not JSON or nests too deep."""
     import json
 
+    from wirewise.errors import UserError
+
     try:
-        doc = json.loads(text)
+        doc = json.loads(read_bounded(path, max_bytes))
+        problem = too_deep(doc)
+    except OSError as exc:
+        raise cannot_read(what, path, exc) from None
     except RecursionError:
-        raise ValueError(f"nested deeper than {MAX_NESTING} levels, the bound for a document") from None
-    problem = too_deep(doc)
+        problem = f"nested deeper than {MAX_NESTING} levels, the bound for a document"  # past too_deep's, surely
+    except ValueError as exc:  # bad JSON or UTF-8
+        raise UserError(f"{path}: not JSON ({str(exc).splitlines()[0]}); {fix}") from None
     if problem:
-        raise ValueError(problem)
+        raise UserError(f"{path}: {problem}; {fix}")
     return doc

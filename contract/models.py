@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from wirewise.limits import MAX_CONFIG_BYTES, loads_json, read_bounded
+from wirewise.errors import UserError
+from wirewise.limits import MAX_CONFIG_BYTES, read_json
 
 Kind = Literal["causal-lm", "image-classification"]
 
@@ -97,13 +98,16 @@ def check_model_name(name: str) -> None:
     if path is None:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODELS)}, or a config file / model folder")
     try:
-        doc = loads_json(read_bounded(path, MAX_CONFIG_BYTES))
-    except OSError as exc:
-        raise ValueError(f"model config {str(path)!r} cannot be read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ValueError(f"model config {str(path)!r} is not readable JSON: {str(exc).splitlines()[0]}") from None
+        doc = read_config(path)
+    except UserError as exc:  # a ValueError here: a field validator's (wirewise.workloads.train)
+        raise ValueError(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("model_type"), str):
         raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
+
+
+def read_config(path: Path) -> Any:
+    """A local model config, read as every file a person names is (wirewise.limits.read_json)."""
+    return read_json(path, "model config", MAX_CONFIG_BYTES, "give a transformers config.json, or the model folder that holds one")
 
 
 def max_positions(name: str) -> int | None:
@@ -113,8 +117,8 @@ def max_positions(name: str) -> int | None:
         return MODELS[name].config.get("max_position_embeddings")
     path = local_config_path(name)
     try:
-        doc = json.loads(path.read_text()) if path else None
-    except (OSError, ValueError):
+        doc = read_config(path) if path else None
+    except UserError:
         return None
     value = doc.get("max_position_embeddings") if isinstance(doc, dict) else None
     return value if isinstance(value, int) else None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.errors import UserError
-from wirewise.limits import MAX_NESTING, MAX_SPEC_BYTES, read_bounded, too_deep
+from wirewise.limits import MAX_NESTING, MAX_SPEC_BYTES, cannot_read, read_bounded, too_deep
 
 
 def read_yaml(path: str | Path, what: str) -> Any:
@@ -24,7 +24,7 @@ def read_yaml(path: str | Path, what: str) -> Any:
         # libyaml's parser where PyYAML has it (4x faster on a long spec), safe either way
         doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as exc:
-        raise UserError(f"cannot read {what} {str(path)!r}: {exc.strerror}") from None
+        raise cannot_read(what, path, exc) from None
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}); save the {what} as UTF-8") from None
     except RecursionError:

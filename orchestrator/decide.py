@@ -82,23 +82,36 @@ def placement_for(
     gpu_name: str | None = None,
 ) -> dict:
     """The `wirewise place --json` object."""
-    from wirewise.orchestrator.placement.place import place
-
     store = Store.open_existing(db)
     given = sorted(parse_ranges(free, GPU_INDICES, option="--free")) if free is not None else None
     topo, live, model_source = placement_wiring(topology_file, node, store, gpu_name)
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
-    free_list, left_out = without_flagged_gpus(store, node or (label if live else None), free_list)
-    result = {"node": label, **place(topo, k, parse_policy(policy), free_list, store, free_source)}
-    result["reasons"] += left_out
     kept_off = nodes_measured(store, [node]).avoid.get(node) if node else None
-    if kept_off:
-        result["reasons"].append(f"warning: --node {node} is one placement avoids: {kept_off}")
+    warnings = [f"warning: --node {node} is one placement avoids: {kept_off}"] if kept_off else []
+    result = {"node": label, **place_on(topo, k, parse_policy(policy), free_list, free_source, store,
+                                        node or (label if live else None), warnings,
+                                        model, batch_size, seq_len, accounting, gpu_mem_gb)}
     result.update(gpu_model=topo.gpu_model, gpu_model_source=model_source)
     result["reasons"].insert(1, f"GPU model {topo.gpu_model} (from {model_source}): {hardware.rates_text(topo.gpu_model)}")
+    return result
+
+
+def place_on(topo: Topology, k: int | None, policy, free: list[int], free_source: str, store, node: str | None,
+             notes: list[str], model: str | None, *advice_options) -> dict:
+    """What `place` and `run` both answer: the placement of `k` of the `free` GPUs by `policy`,
+    less those an open finding names on `node`, its reasons (then `notes`), and given a model
+    the advised strategy (add_advice, `advice_options` its batch size, sequence length,
+    accounting and GPU memory)."""
+    from wirewise.orchestrator.placement.history import History
+    from wirewise.orchestrator.placement.place import place
+
+    free, left_out = without_flagged_gpus(store, node, free)
+    history = History(store, topo) if store is not None else None  # read once, for placement and advice
+    result = place(topo, k, policy, free, history, free_source)
+    result["reasons"] += left_out + notes
     if model:
-        add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb)
+        add_advice(result, topo, model, store, *advice_options, history=history)
     return result
 
 
@@ -134,9 +147,10 @@ def nodes_measured(store, names=None, slurm_nodes=None):
     wirewise.orchestrator.health.verdicts) joins `avoid` here; `slurm_nodes`: Slurm's view
     where the caller asked already (else one `sinfo -N` here)."""
     from wirewise.orchestrator.fleet.standing import pair_standing
+    from wirewise.orchestrator.health.rules import default_rules
     from wirewise.orchestrator.health.verdicts import keep_off
 
-    measured = pair_standing(store, names)
+    measured = pair_standing(store, names, default_rules().rules.pair_below_fleet.tolerance)
     for node, why in keep_off(store, names, slurm_nodes).items():
         measured.avoid.setdefault(node, why)
         measured.healthy.discard(node)
@@ -150,11 +164,13 @@ def without_flagged_gpus(store, node: str | None, free: list[int]) -> tuple[list
     return leave_out_gpus(free, flagged_gpus(store, node))
 
 
-def add_advice(result: dict, topo: Topology, model: str, store, *options) -> None:
-    """The advised strategy for the placement, its per-strategy table and its reasons."""
+def add_advice(result: dict, topo: Topology, model: str, store, *options, history=None) -> None:
+    """The advised strategy for the placement, its per-strategy table and its reasons
+    (`history`: the wiring's measured history the placement read)."""
     from wirewise.orchestrator.advise import advise_placement
 
-    advice = advise_placement(topo, result["gpus"], result["predicted_busbw_gbs"], model, store, *options)
+    advice = advise_placement(topo, result["gpus"], result["predicted_busbw_gbs"], model, store, *options,
+                              history=history)
     result["strategy"] = advice["strategy"]
     result["advice"] = advice
     result["reasons"] += [f"strategy: {reason}" for reason in advice["reasons"]]

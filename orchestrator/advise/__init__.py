@@ -27,6 +27,7 @@ def advise_placement(
     gpu_mem_gb: float | None = None,
     *,
     ranks: int | None = None,
+    history=None,
 ) -> dict:
     """Which strategies fit on these GPUs, how fast each would run there, and the pick. With a
     store: measured tokens/s of this model and set shape, the step model fitted to the wiring's
@@ -36,7 +37,8 @@ def advise_placement(
     `topo` None: the wiring is unknown (CPU ranks). `ranks`: the data-parallel ranks when they
     are more than `gpus` (the same set on several nodes); the set's measured history is then
     not used (it is by set shape on one node), and `busbw_gbs` is what the caller knows of the
-    slowest wire (None: the network's is not known)."""
+    slowest wire (None: the network's is not known). `history`: the wiring's measured history
+    (placement.history.History) the caller's placement read already, else read here."""
     check_choice(accounting, ACCOUNTINGS, "accounting")
     ranks = ranks or len(gpus)
     check_sizes(ranks, batch_size, seq_len)
@@ -45,25 +47,29 @@ def advise_placement(
     memory_gb, memory_source = card_memory(gpu_mem_gb, gpu_name)
     memory = memory_rows(shape, ranks, batch_size, accounting, memory_gb, store)
     one_set = topo is not None and store is not None and ranks == len(gpus) > 1
-    history = _history(store, topo, gpus, shape, batch_size, busbw_gbs) if one_set else {}
-    advice = advise(shape, ranks, memory, busbw_gbs, gpu_name, batch_size, **history)
+    if one_set and history is None:
+        from wirewise.orchestrator.placement.history import History
+
+        history = History(store, topo)
+    measured = _measured(history, gpus, shape, batch_size, busbw_gbs) if one_set else {}
+    advice = advise(shape, ranks, memory, busbw_gbs, gpu_name, batch_size, **measured)
     return {**advice, "model": shape.name, "params": shape.params, "gpu_mem_gb": memory_gb, "gpu_mem_source": memory_source}
 
 
-def _history(store, topo, gpus: list[int], shape, batch_size: int, busbw_gbs: float | None) -> dict:
+def _measured(history, gpus: list[int], shape, batch_size: int, busbw_gbs: float | None) -> dict:
     """What the store says about training on this wiring, as `advise` takes it."""
     from wirewise.orchestrator.advise.fit import OPS, fit, observations
-    from wirewise.orchestrator.placement.history import measured_by_shape, measured_tokens_per_s
     from wirewise.topology.fingerprint import set_shape
 
-    steps = observations(store, topo)
+    topo = history.topo
+    steps = observations(history)
     fits = {s: fit([o for o in steps if o.strategy == s]) for s in {o.strategy for o in steps}}
     placed = set_shape(topo.links, topo.gpu_names, sorted(gpus))
     op_busbw = {}
     for op in OPS:
-        found = measured_by_shape(store, topo, op).get(placed)
+        found = history.measured(op).get(placed)
         op_busbw[op] = found.busbw_gbs if found else busbw_gbs
     seq_len = shape.tokens_per_sample if shape.kind == "causal-lm" else None
-    measured = measured_tokens_per_s(store, topo, gpus, shape.name, batch_size, seq_len)
+    measured = history.tokens_per_s(gpus, shape.name, batch_size, seq_len)
     return {"measured": measured, "fits": fits,
             "pooled": fit(steps, shares=(1.0,)), "op_busbw": op_busbw if busbw_gbs is not None else None}

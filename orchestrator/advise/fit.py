@@ -95,26 +95,24 @@ def _exact_mfu(obs: Observation, hidden: float) -> float:
 
 
 # -- the observations a store holds ----------------------------------------------------------
-def observations(store, topo) -> list[Observation]:
-    """The eager training steps measured on this wiring on several GPUs (torch.compile runs
-    measure another implementation), each with the busbw its GPU set has: measured per op
-    for its set shape where stored, else the wiring model on the node it ran on."""
+def observations(history) -> list[Observation]:
+    """The eager training steps measured on this wiring (a placement.history.History) on
+    several GPUs (torch.compile runs measure another implementation), each with the busbw its
+    GPU set has: measured per op for its set shape where stored, else the wiring model on the
+    node it ran on."""
     from wirewise.errors import UserError
     from wirewise.orchestrator.advise.params import model_shape
-    from wirewise.orchestrator.placement import history
-    from wirewise.orchestrator.placement.wiring import Wiring
     from wirewise.strategy import PRECISIONS
-    from wirewise.topology import Topology, hardware
+    from wirewise.topology import hardware
 
-    rows = history.gpu_results(
-        store, topo,
+    topo = history.topo
+    rows = history.results(
         ("node", "gpus", "strategy", "model", "world_size", "step_time_s", "tokens_per_s", "params", "extra"),
         present=("step_time_s", "tokens_per_s", "strategy"), workload="train",
     )
     if not rows:
         return []
-    measured = {op: history.measured_by_shape(store, topo, op) for op in OPS}
-    wirings = history.links_by_node(store, topo)
+    measured = {op: history.measured(op) for op in OPS}
     repeats: dict[tuple, list[float]] = {}
     for shape, (node, gpus, strategy, model, world, step_s, tokens_s, params, extra) in rows:
         params, extra = params or {}, extra or {}
@@ -124,12 +122,12 @@ def observations(store, topo) -> list[Observation]:
             model_facts = model_shape(model)
         except UserError:
             continue  # a local model config this machine does not have
-        links, names = wirings.get(node, (topo.links, topo.gpu_names))
+        links, names = history.wirings.get(node, (topo.links, topo.gpu_names))
         peak = extra.get("peak_tflops") or (hardware.datasheet_bf16_tflops(names[gpus[0]]) or (None, None))[1]
         precision = extra.get("precision") or params.get("precision")
         if not peak or precision not in PRECISIONS:
             continue
-        node_wiring = Wiring.of(Topology(links=links, gpu_names=names))
+        node_wiring = history.wiring(node)
         modelled = node_wiring.model_busbw(tuple(gpus)) if node_wiring.named else None
         busbw = {op: measured[op][shape].busbw_gbs if shape in measured[op] else modelled for op in OPS}
         if None in busbw.values():

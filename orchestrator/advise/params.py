@@ -9,13 +9,11 @@ tests/advise/test_params.py.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from wirewise.errors import UserError
-from wirewise.limits import MAX_CONFIG_BYTES, read_bounded
-from wirewise.models import DEFAULT_SEQ_LEN, MODELS, check_model_name, local_config_path
+from wirewise.models import DEFAULT_SEQ_LEN, MODELS, check_model_name, local_config_path, read_config
 
 # Families whose count the arithmetic below knows (decoder LMs of the Llama shape, and DINOv2),
 # and the config keys it reads as sizes.
@@ -48,7 +46,7 @@ def model_shape(name: str, seq_len: int | None = None) -> ModelShape:
         entry = MODELS[name]
         config, kind, default_seq = {"model_type": entry.family, **entry.config}, entry.kind, entry.default_seq_len
     else:
-        config = json.loads(read_bounded(local_config_path(name), MAX_CONFIG_BYTES))  # check_model_name parsed it
+        config = read_config(local_config_path(name))  # check_model_name read it
         kind, default_seq = None, DEFAULT_SEQ_LEN
     family = config["model_type"]
     if family not in LLAMA_LIKE and family != "dinov2":

@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, console, print_json, print_tables
+from wirewise.orchestrator.cli.common import (
+    DbOption, JsonOption, command_group, console, print_json, print_tables, survey_progress,
+)
 
 app = command_group(
     "Campaigns: one YAML spec -> every measurement of a grid, as job arrays on Slurm or here.\n\n"
@@ -71,7 +73,7 @@ def submit(
 
     if executor is not None:
         check_name(executor, "--executor")
-    with _survey_progress(quiet=json) as on_probe:
+    with survey_progress(quiet=json) as on_probe:
         campaign, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus), include_down,
                                       probe=not dry_run, on_probe=on_probe)
     _note_cpu(planned)
@@ -256,31 +258,6 @@ def _watch(store, name, state, interval: float, quiet: bool):
                 return state
             time.sleep(interval)
             state = campaign_status(store, name)
-
-
-@contextmanager
-def _survey_progress(quiet: bool):
-    """A progress bar while a fleet campaign's unsurveyed nodes are probed, shown from the first
-    answer on (most submissions probe nothing); yields its callback."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    shown: list = []
-
-    def on_probe(done: int, total: int) -> None:
-        if quiet:
-            return
-        if not shown:
-            progress = Progress(TextColumn("[bold]probing wiring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                transient=True)
-            progress.start()
-            shown.extend([progress, progress.add_task("survey", total=total)])
-        shown[0].update(shown[1], completed=done, total=total)
-
-    try:
-        yield on_probe
-    finally:
-        if shown:
-            shown[0].stop()
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -76,17 +77,44 @@ def print_tables(tables) -> None:
         out.print(table)
 
 
+@contextmanager
+def survey_progress(quiet: bool):
+    """The bar of a survey's nodes answering (`topo survey`, and a fleet campaign's nodes
+    without a stored wiring, probed before it is planned); yields the survey's on_progress
+    callback. Shown from its first call on, once the survey's jobs are submitted:
+    a submission with every wiring stored probes nothing and shows nothing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    shown: list = []
+
+    def on_progress(done: int, total: int) -> None:
+        if quiet:
+            return
+        if not shown:
+            progress = Progress(TextColumn("[bold]probing wiring: nodes answered"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), transient=True)
+            progress.start()
+            shown.extend([progress, progress.add_task("survey", total=total)])
+        shown[0].update(shown[1], completed=done, total=total)
+
+    try:
+        yield on_progress
+    finally:
+        if shown:
+            shown[0].stop()
+
+
 def err_console():
     from rich.console import Console
 
     return Console(stderr=True)
 
 
-# The options of the commands that decide for a new job (place, estimate, run).
+# The options of the commands that decide for a new job (place, estimate, run, launch).
 TopologyFileOption = Annotated[
-    Path | None, typer.Option("--topology-file", "-f", help="A saved `nvidia-smi topo -m` of the node (default: this machine, or --node's stored wiring).")
+    Path | None, typer.Option("--topology-file", "-f", help="A saved `nvidia-smi topo -m` of the node (default: this machine's, through NVML; with --node, its stored wiring).")
 ]
-ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="A registry model (mistral-7b, ...) or a transformers config.json: adds the advised strategy.")]
+ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="A registry model (mistral-7b, ...) or a transformers config.json: what the advised strategy is sized for.")]
 BatchOption = Annotated[int, typer.Option("--batch-size", help="Micro-batch per GPU.")]
 SeqOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")]
 AccountingOption = Annotated[str, typer.Option("--accounting", help="article: 12 B/param (bf16 params+grads, fp32 moments); zero: 16 B/param (plus fp32 master).")]

@@ -44,6 +44,7 @@ def pairs(
     Each bad node gets a pair-below-fleet finding (`wirewise fleet status`), which `fleet drain` acts on."""
     from wirewise.errors import UserError
     from wirewise.orchestrator.fleet.pairs import PairTest
+    from wirewise.orchestrator.fleet.verdict import gbs_text
     from wirewise.orchestrator.health.pairs import pair_tests
     from wirewise.orchestrator.health.rules import load_rules
     from wirewise.orchestrator.store import Store
@@ -60,7 +61,7 @@ def pairs(
 
     def on_round(number, tested, measures) -> None:
         if out is not None:
-            said = ", ".join(f"{a}-{b} {_busbw(m.busbw_gbs)}" for (a, b), m in zip(tested, measures))
+            said = ", ".join(f"{a}-{b} {gbs_text(m.busbw_gbs)}" for (a, b), m in zip(tested, measures))
             out.print(f"round {number}: {said}", markup=False, highlight=False)
 
     report = pair_tests(Store(db), scope, mode, test, tolerance, name, load_rules(rules), on_round=on_round)
@@ -73,6 +74,7 @@ def pairs(
 
 
 def print_verdict(report: dict) -> None:
+    from wirewise.orchestrator.fleet.verdict import gbs_text
     from wirewise.units import human_bytes
 
     out = console()
@@ -87,16 +89,16 @@ def print_verdict(report: dict) -> None:
     if report["reference_gbs"] is None:
         say("no test measured anything: every one failed", "red")
     else:
-        say(f"fleet median {_busbw(report['reference_gbs'])}; slow below {_busbw(report['threshold_gbs'])} "
+        say(f"fleet median {gbs_text(report['reference_gbs'])}; slow below {gbs_text(report['threshold_gbs'])} "
             f"(tolerance {report['tolerance']:.0%}){spread}")
     for node in report["bad_nodes"]:
         evidence = report["evidence"]["nodes"][node]
         ratio = f", {evidence['ratio']:.0%} of the median" if evidence["ratio"] is not None else ""
-        partners = ", ".join(f"{p['with']} {_busbw(p['busbw_gbs'])}" for p in evidence["pairs"])
-        say(f"bad node {node}: best pair {_busbw(evidence['busbw_gbs'])}{ratio}; its tests: {partners}", "red")
+        partners = ", ".join(f"{p['with']} {gbs_text(p['busbw_gbs'])}" for p in evidence["pairs"])
+        say(f"bad node {node}: best pair {gbs_text(evidence['busbw_gbs'])}{ratio}; its tests: {partners}", "red")
     for pair in report["evidence"]["pairs"]:
         ratio = f" ({pair['ratio']:.0%} of the median)" if pair["ratio"] is not None else ""
-        say(f"bad pair {'-'.join(pair['nodes'])}: {_busbw(pair['busbw_gbs'])}{ratio}: {pair['why']}", "red")
+        say(f"bad pair {'-'.join(pair['nodes'])}: {gbs_text(pair['busbw_gbs'])}{ratio}: {pair['why']}", "red")
     if report["untested"]:
         say(f"untested: {', '.join(report['untested'])}", "yellow")
     for left in report["left_out"]:
@@ -104,12 +106,8 @@ def print_verdict(report: dict) -> None:
     for found in report.get("findings", []):
         say(f"finding on {found['node']}: {found['reason']} (`wirewise fleet drain` confirms and drains)", "red")
     if report["healthy"]:
-        say(f"healthy: every node and pair at or above {_busbw(report['threshold_gbs'])}", "green")
+        say(f"healthy: every node and pair at or above {gbs_text(report['threshold_gbs'])}", "green")
     say(f"stored as campaign {report['campaign']} (`wirewise campaign status {report['campaign']} --nodes`)")
-
-
-def _busbw(value) -> str:
-    return "failed" if value is None else f"{value:.3g} GB/s"
 
 
 app.command("pairs")(pairs)

@@ -4,12 +4,13 @@ wirewise.orchestrator.launch; this parses and prints."""
 
 import json as json_module
 import shlex
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json
+from wirewise.orchestrator.cli.common import (
+    AccountingOption, BatchOption, DbOption, GpuMemOption, JsonOption, ModelOption, SeqOption, TopologyFileOption, print_json,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -18,16 +19,16 @@ def register(app: typer.Typer) -> None:
 
 def launch(
     script: Annotated[list[str] | None, typer.Argument(metavar="-- SCRIPT ARGS...", help="The training script and its arguments, after `--`, as accelerate launch takes them (train.py ARGS, or -m package.module ARGS); passed as a list, never through a shell.")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="A registry model (mistral-7b, ...) or a transformers config.json: what the advice sizes, and the name the job's results are stored under.")] = None,
+    model: ModelOption = None,
     params: Annotated[str | None, typer.Option("--params", help="Instead of --model: the parameter count (7e9); activations are then not counted.")] = None,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="auto (the advice), or ddp, zero1, zero2, zero3, fsdp or a plug-in's name to override it.")] = "auto",
     gpus: Annotated[int | None, typer.Option("--gpus", "-k", help="GPUs per node (default: every GPU the job holds, or every idle one here); CPU ranks where there is no GPU.")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Micro-batch per GPU, as the script runs it.")] = 1,
-    seq_len: Annotated[int | None, typer.Option("--seq-len", help="Tokens per sample (default: the model's).")] = None,
-    accounting: Annotated[str, typer.Option("--accounting", help="article: 12 B/param; zero: 16 B/param (see wirewise estimate).")] = "article",
-    gpu_mem_gb: Annotated[float | None, typer.Option("--gpu-mem-gb", help="Memory of one GPU in GB (default: from the GPU's name, else probed).")] = None,
+    batch_size: BatchOption = 1,
+    seq_len: SeqOption = None,
+    accounting: AccountingOption = "article",
+    gpu_mem_gb: GpuMemOption = None,
     cpu: Annotated[bool, typer.Option("--cpu", help="CPU ranks (gloo), --gpus of them per node, even where GPUs answer; placed on the wiring all the same.")] = False,
-    topology_file: Annotated[Path | None, typer.Option("--topology-file", "-f", help="A saved `nvidia-smi topo -m` of this node, when NVML cannot see its wiring.")] = None,
+    topology_file: TopologyFileOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the choice, the configuration and the command; start nothing, write nothing.")] = False,
     db: DbOption = None,
     json: JsonOption = False,

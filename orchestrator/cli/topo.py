@@ -6,8 +6,7 @@ import typer
 
 from wirewise.orchestrator.cli.common import (
     ConstraintOption, DbOption, JsonOption, NodelistOption, PartitionOption, command_group, console, err_console, host_name,
-    print_json,
-    scope_options,
+    print_json, scope_options, survey_progress,
 )
 
 app = command_group("GPU wiring: show, save, survey, list, Slurm config.\n\nProbe this node (NVML) or read a saved `nvidia-smi topo -m`, classify the fabric, fingerprint it, store it, and emit gres.conf lines; `survey` probes every node of a partition through Slurm.")
@@ -79,17 +78,13 @@ def survey(
     json: JsonOption = False,
 ) -> None:
     """Probe and store the wiring of every node of a partition, node list or feature (one short Slurm job per node); print the node types with their counts."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.survey import survey as run_survey
 
     scope = scope_options(partition, nodelist, constraint)
-    with Progress(TextColumn("[bold]nodes answered"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=json, transient=True) as progress:
-        bar = progress.add_task("survey", total=None)
+    with survey_progress(quiet=json) as on_progress:
         found = run_survey(Store(db), scope, include_down=include_down, time_min=time_min, wait_s=wait,
-                           on_progress=lambda done, total: progress.update(bar, completed=done, total=total))
+                           on_progress=on_progress)
     if json:
         print_json(found.to_json())
         return

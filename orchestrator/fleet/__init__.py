@@ -1,10 +1,10 @@
 """Stage "fleet": pair tests that name the slow node or link, and what they leave for
 placement and drain rules to read.
 
-    verdict.py   judge(nodes, measures) -> Verdict: bad nodes, bad links, with their evidence (pure)
-    schedule.py  next_round(nodes, measures, mode) -> the pairs to test next (pure)
+    verdict.py   judge(nodes, measures, tolerance) -> Verdict: bad nodes, bad links, with their evidence (pure)
+    schedule.py  next_round(nodes, measures, mode, tolerance) -> the pairs to test next (pure)
     pairs.py     run_pair_tests(store, scope, ...): the rounds as campaign tasks, the verdict stored
-    standing.py  pair_standing(store) -> what the latest pair tests say of each node and pair
+    standing.py  pair_standing(store, nodes, tolerance) -> what the latest pair tests say of each node and pair
 
 Fleet campaigns (one spec on every node of a partition) are campaigns: wirewise.orchestrator.campaign.fleet;
 probing every node's wiring is wirewise.orchestrator.survey.

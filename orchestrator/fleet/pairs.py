@@ -22,7 +22,7 @@ from typing import Any
 from wirewise.errors import UserError
 from wirewise.orchestrator.executor.core import Node, Scope
 from wirewise.orchestrator.fleet.schedule import MODES, next_round
-from wirewise.orchestrator.fleet.verdict import DEFAULT_TOLERANCE, Measure, Pair, Verdict, judge
+from wirewise.orchestrator.fleet.verdict import Measure, Pair, Verdict, judge
 
 POLL_S = 1.0
 OnRound = Callable[[int, list[Pair], list[Measure]], None]  # (round, its pairs, their measures)
@@ -42,10 +42,11 @@ class PairTest:
     time: str = "00:30:00"  # the Slurm time limit of each test's job
 
 
-def run_pair_tests(store, scope: Scope, mode: str = "quick", test: PairTest = PairTest(),
-                   tolerance: float = DEFAULT_TOLERANCE, name: str | None = None, executor: str = "slurm",
-                   on_round: OnRound | None = None) -> dict[str, Any]:
-    """Test the scope's nodes in pairs; the verdict, as data (`fleet pairs --json`)."""
+def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: float, name: str | None = None,
+                   executor: str = "slurm", on_round: OnRound | None = None) -> dict[str, Any]:
+    """Test the scope's nodes in pairs, slow below (1 - tolerance) x the fleet's figure (the
+    rules' pair-below-fleet tolerance: wirewise.orchestrator.health.pairs passes it); the
+    verdict, as data (`fleet pairs --json`)."""
     from wirewise.orchestrator.executor import executor_named
 
     if mode not in MODES:
@@ -120,13 +121,15 @@ class _PairCampaign:
         self.executor, self.ranks, self.backend = executor, ranks, backend
         self.name = spec.name
         self.tasks: list = []
+        self.made_root = False  # whether the folder was made for it (else an empty one was taken)
 
     @classmethod
     def start(cls, store, scope: Scope, nodes: list[Node], test: PairTest, name: str, executor: str,
               reservation: str | None = None) -> _PairCampaign:
         from wirewise.orchestrator.campaign import campaign_folder
+        from wirewise.orchestrator.campaign.folder import write_campaign
         from wirewise.orchestrator.campaign.spec import parse_spec
-        from wirewise.orchestrator.store.campaigns import create_campaign
+        from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
 
         backend = test.backend or ("nccl" if all(n.gpus for n in nodes) else "gloo")
         ranks = test.gpus or (min(n.gpus for n in nodes) if backend == "nccl" else 1)
@@ -140,10 +143,14 @@ class _PairCampaign:
                           "timeout_s": test.timeout_s, "tasks_per_element": 1, "array_parallelism": max(1, len(nodes) // 2)}}
         spec = parse_spec(doc, "fleet pairs")
         root = campaign_folder(spec)
-        create_campaign(store, spec.name, spec.model_dump(mode="json", exclude_unset=True), str(root), executor, [])
-        root.mkdir(parents=True, exist_ok=True)
         campaign = cls(store, spec, root, {n.name: n for n in nodes}, executor, ranks, backend)
-        campaign._write_plan()
+        spec_doc = spec.model_dump(mode="json", exclude_unset=True)
+        create_campaign(store, spec.name, spec_doc, str(root), executor, [])
+        try:  # the folder guarded as every campaign's is: new or empty, else nothing stays recorded
+            campaign.made_root = write_campaign(root, spec.name, spec_doc, campaign._plan(), [])
+        except BaseException:
+            forget_campaign(store, spec.name)
+            raise
         return campaign
 
     def run_round(self, pairs: list[Pair]) -> list[Measure]:
@@ -180,8 +187,15 @@ class _PairCampaign:
         return tasks
 
     def measures(self, pairs: list[Pair], tasks: list, statuses: dict[str, str]) -> list[Measure]:
-        """What the submitted tests measured, once collected into the store."""
-        return [self._measure(pair, task.spec.task_id, statuses.get(task.spec.task_id, "missing"))
+        """What the submitted tests measured, once collected into the store: the campaign's
+        results read once for the round (not once per pair: a round of 500 pairs read them 500
+        times)."""
+        from wirewise.orchestrator.store.fleet import pair_results
+
+        by_task: dict[str, list] = {}
+        for row in pair_results(self.store, campaign=self.name):
+            by_task.setdefault(row.task_id, []).append(row)
+        return [self._measure(pair, by_task.get(task.spec.task_id, []), statuses.get(task.spec.task_id, "missing"))
                 for pair, task in zip(pairs, tasks)]
 
     def _task(self, pair: Pair):
@@ -205,13 +219,11 @@ class _PairCampaign:
                 return states
             time.sleep(POLL_S)
 
-    def _measure(self, pair: Pair, task_id: str, status: str) -> Measure:
-        """What the store holds for the test: its busbw at the size (out of place where both
-        forms were measured), or why it failed."""
+    def _measure(self, pair: Pair, rows: list, status: str) -> Measure:
+        """What the store holds for the test (its result rows): its busbw at the size (out of
+        place where both forms were measured), or why it failed."""
         from wirewise.orchestrator.fleet.standing import figure_of
-        from wirewise.orchestrator.store.fleet import pair_results
 
-        rows = [r for r in pair_results(self.store, campaign=self.name) if r.task_id == task_id]
         row = figure_of([r for r in rows if r.op == self.spec.workloads[0].collectives.ops[0]])
         if row is not None:
             return Measure(pair, row.busbw_gbs)
@@ -219,26 +231,25 @@ class _PairCampaign:
         return Measure(pair, None, error.splitlines()[0][:300])
 
     def _forget(self) -> None:
-        import shutil
-
+        from wirewise.orchestrator.campaign.folder import CampaignFolder
         from wirewise.orchestrator.store.campaigns import forget_campaign
 
         forget_campaign(self.store, self.name)
-        shutil.rmtree(self.root, ignore_errors=True)
+        CampaignFolder(self.root).remove_written([t.spec.task_id for t in self.tasks], whole=self.made_root)
 
     def cancel(self) -> None:
         from wirewise.orchestrator.campaign import cancel_campaign
 
         cancel_campaign(self.store, self.name)
 
+    def _plan(self) -> dict[str, Any]:
+        return {"campaign": self.name, "node": None, "scope": "pairs", "tasks": [t.to_json() for t in self.tasks], "skipped": []}
+
     def _write_plan(self) -> None:
         from wirewise.atomic import write_json_atomic
+        from wirewise.orchestrator.campaign.folder import PLAN
 
-        import yaml
-
-        (self.root / "spec.yaml").write_text(yaml.safe_dump(self.spec.model_dump(mode="json", exclude_unset=True), sort_keys=False))
-        write_json_atomic(self.root / "plan.json", {"campaign": self.name, "node": None, "scope": "pairs",
-                                                    "tasks": [t.to_json() for t in self.tasks], "skipped": []})
+        write_json_atomic(self.root / PLAN, self._plan())
 
     def write_verdict(self, report: dict[str, Any]) -> None:
         from wirewise.atomic import write_json_atomic

@@ -1,7 +1,7 @@
 """Which pairs of nodes to test next. Pure: nodes and the tests so far in, the next round out
 (disjoint pairs, so a round's tests run at once without sharing a node); an empty round ends.
 
-    next_round(nodes, measures, mode="quick") -> [(a, b), ...]
+    next_round(nodes, measures, mode, tolerance) -> [(a, b), ...]   (mode: quick or all)
 
 quick: first the nodes in disjoint pairs, in order (n/2 tests); then each node of a bad pair
 that is not known good, and each node not tested yet (the odd one out), against a known-good
@@ -22,13 +22,12 @@ n/2 for even n, n rounds of (n-1)/2 for odd n).
 
 from __future__ import annotations
 
-from wirewise.orchestrator.fleet.verdict import DEFAULT_TOLERANCE, Measure, Pair, judge
+from wirewise.orchestrator.fleet.verdict import Measure, Pair, judge
 
 MODES = ("quick", "all")
 
 
-def next_round(nodes: list[str], measures: list[Measure], mode: str = "quick",
-               tolerance: float = DEFAULT_TOLERANCE) -> list[Pair]:
+def next_round(nodes: list[str], measures: list[Measure], mode: str, tolerance: float) -> list[Pair]:
     tested = {m.key for m in measures}
     if mode == "all" or len(nodes) < 4:
         return _next_of_all(nodes, tested)

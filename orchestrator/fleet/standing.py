@@ -2,7 +2,7 @@
 (`wirewise place --across-nodes`, `wirewise run`) and for anything else that must keep jobs
 off bad nodes.
 
-    pair_standing(store, nodes=None) -> Measured   (wirewise.orchestrator.placement.nodes.Measured)
+    pair_standing(store, nodes, tolerance) -> Measured   (wirewise.orchestrator.placement.nodes.Measured)
 
 Every collective measured between two nodes counts (a `fleet pairs` test, or any two-node
 campaign task), judged as `fleet pairs` judges (verdict.judge) within its campaign, at the
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from wirewise.orchestrator.fleet.verdict import DEFAULT_TOLERANCE, Measure, judge
+from wirewise.orchestrator.fleet.verdict import Measure, gbs_text, judge
 from wirewise.orchestrator.placement.nodes import Measured
 
 
-def pair_standing(store, nodes: Iterable[str] | None = None, tolerance: float = DEFAULT_TOLERANCE) -> Measured:
+def pair_standing(store, nodes: Iterable[str] | None, tolerance: float) -> Measured:
+    """The standing of `nodes` (None: every node tested), judged at `tolerance` (the rules'
+    pair-below-fleet tolerance, as `fleet pairs` judges by default)."""
     from wirewise.orchestrator.store.fleet import pair_results
 
     measured = Measured()
@@ -91,5 +93,5 @@ def _why(campaign: str | None, op: str | None, size: int | None, evidence: dict)
     where = f"pair test {campaign}" if campaign else "pair results"
     if evidence.get("busbw_gbs") is None:
         return f"{where}: every test with it failed, its partners being healthy"
-    return (f"{where}: best pair {evidence['busbw_gbs']:.3g} GB/s busbw, {evidence['ratio']:.0%} of the fleet's "
-            f"{evidence['reference_gbs']:.3g} GB/s ({op} at {human_bytes(size)})")
+    return (f"{where}: best pair {gbs_text(evidence['busbw_gbs'])} busbw, {evidence['ratio']:.0%} of the fleet's "
+            f"{gbs_text(evidence['reference_gbs'])} ({op} at {human_bytes(size)})")

@@ -16,9 +16,11 @@ known-good nodes is a bad link (each end is fine with others). A bad pair with n
 member cannot be told apart yet: its nodes are suspects (quick mode then tests each against
 a known-good node: wirewise.orchestrator.fleet.schedule).
 
-`--tolerance` 0.2 by default: 80% of the fleet's figure, looser than DGX Cloud's 95% of
-baseline for acceptance and SuperBench's example rule (a 5% drop), since CPU pair tests and
-busy networks spread more; the spread of the healthy pairs is reported beside it.
+The tolerance is the health rules' (pair-below-fleet in orchestrator/health/rules.yaml, 0.2:
+80% of the fleet's figure, looser than DGX Cloud's 95% of baseline for acceptance and
+SuperBench's example rule (a 5% drop), since CPU pair tests and busy networks spread more),
+or `fleet pairs --tolerance`; every caller passes it, so the rules are its one place. The
+spread of the healthy pairs is reported beside it.
 """
 
 from __future__ import annotations
@@ -26,8 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
-
-DEFAULT_TOLERANCE = 0.2
 
 Pair = tuple[str, str]
 
@@ -43,6 +43,12 @@ class Measure:
     @property
     def key(self) -> frozenset[str]:
         return frozenset(self.nodes)
+
+
+def gbs_text(value: float | None) -> str:
+    """A pair test's busbw (or the fleet's figure) as the verdict's readers print it: three
+    digits, or "failed" for a test that measured nothing (None)."""
+    return "failed" if value is None else f"{value:.3g} GB/s"
 
 
 @dataclass
@@ -75,7 +81,7 @@ class Verdict:
         }
 
 
-def judge(nodes: list[str], measures: list[Measure], tolerance: float = DEFAULT_TOLERANCE) -> Verdict:
+def judge(nodes: list[str], measures: list[Measure], tolerance: float) -> Verdict:
     """The verdict on `nodes` from the pair tests so far (a pair tested twice: its latest)."""
     latest: dict[frozenset[str], Measure] = {}
     for measure in measures:

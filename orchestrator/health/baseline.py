@@ -183,16 +183,10 @@ def read_file(path) -> list[Baseline]:
     copy of the same file replaces them)."""
     from pathlib import Path
 
-    from wirewise.errors import UserError
-    from wirewise.limits import MAX_RESULT_BYTES, loads_json, read_bounded
+    from wirewise.limits import MAX_RESULT_BYTES, read_json
 
     path = Path(path)
-    try:
-        doc = loads_json(read_bounded(path, MAX_RESULT_BYTES))
-    except OSError as exc:
-        raise UserError(f"cannot read baselines file {str(path)!r}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UserError(f"{path}: not JSON ({exc})") from None
+    doc = read_json(path, "baselines file", MAX_RESULT_BYTES, "give a file `wirewise baseline export` wrote")
     return [replace_origin(b, path.name) for b in read_document(doc, str(path))]
 
 

@@ -61,7 +61,7 @@ def fleet_status(store, partition: str | None = None, nodes: list[str] | None = 
     for row in findings(store, names):
         open_rows[row["node"]].append(row)
     trail: dict[str, list[dict]] = defaultdict(list)
-    for row in actions(store, names):
+    for row in actions(store, names, last=TRAIL):
         trail[row["node"]].append(row)
     out = []
     for name in names:
@@ -73,7 +73,7 @@ def fleet_status(store, partition: str | None = None, nodes: list[str] | None = 
             "checked_at": check["checked_at"] if check else None, "checked_by": check["source"] if check else None,
             "evidence": [f"{r['rule']}: {r['evidence']}" for r in open_rows[name]],
             "findings": [_finding_json(r) for r in open_rows[name]],
-            "actions": [_action_json(a) for a in trail[name][-TRAIL:]],
+            "actions": [_action_json(a) for a in trail[name]],
         })
     return out
 
@@ -95,7 +95,7 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
                 beyond: int = 0, timeout_s: float = 900.0, rules_file: str | None = None) -> dict[str, Any]:
     from wirewise.orchestrator.health.guard import Budget, asked_by
     from wirewise.orchestrator.health.node import most_severe
-    from wirewise.orchestrator.store.health import DRAINING_ACTIONS, actions, findings
+    from wirewise.orchestrator.store.health import CLAIMED, DRAINED, DRAINING_ACTIONS, actions, findings
 
     states = _states(partition, nodes)
     names = sorted(nodes or states)
@@ -114,8 +114,8 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
     report: dict[str, Any] = {"apply": apply, "drained": [], "not_confirmed": [], "not_measured": [], "held": [],
                               "skipped": skipped, "guardrails": rules.guardrails.model_dump(), "stopped": None}
     if not apply:
-        hour = sum(1 for a in actions(store, since=datetime.now(timezone.utc) - timedelta(hours=1))
-                   if a["action"] in DRAINING_ACTIONS and a["outcome"] in ("claimed", "drained"))
+        hour = len(actions(store, since=datetime.now(timezone.utc) - timedelta(hours=1), kinds=DRAINING_ACTIONS,
+                           outcomes=(CLAIMED, DRAINED)))
         claimed: set[str] = set()
         for w in wanted:
             why = budget(w["node"], hour, claimed)
@@ -316,20 +316,19 @@ def fleet_resume(store, apply: bool = False, partition: str | None = None, nodes
     names = sorted(nodes or states)
     mine, skipped = _ours(store, states, names)
     drains = last_drains(store, mine) if mine else {}
-    trail = actions(store, mine) if mine else []
+    retests = {a["node"]: a for a in actions(store, mine, kinds=("retest",), last=1)} if mine else {}
     still_open = {row["node"] for row in findings(store, mine)} if mine else set()
     ready = []
     for name in mine:
-        since = [a for a in trail if a["node"] == name and a["action"] == "retest" and
-                 (a["at"], a["id"]) > (drains[name]["at"], drains[name]["id"])]
-        if not since:
+        retest = retests.get(name)
+        if retest is None or (retest["at"], retest["id"]) <= (drains[name]["at"], drains[name]["id"]):
             skipped.append({"node": name, "why": "not re-tested since wirewise drained it (`wirewise fleet retest --apply`)"})
-        elif since[-1]["outcome"] != "passed":
-            skipped.append({"node": name, "why": f"its latest re-test {since[-1]['outcome']}: {since[-1]['detail'] or ''}".rstrip(": ")})
+        elif retest["outcome"] != "passed":
+            skipped.append({"node": name, "why": f"its latest re-test {retest['outcome']}: {retest['detail'] or ''}".rstrip(": ")})
         elif name in still_open:
             skipped.append({"node": name, "why": "open findings remain since its re-test passed (see `wirewise fleet status`)"})
         else:
-            ready.append({"node": name, "reason": states[name].reason, "retest": since[-1]["detail"]})
+            ready.append({"node": name, "reason": states[name].reason, "retest": retest["detail"]})
     report = {"apply": apply, "skipped": skipped, ("resumed" if apply else "would_resume"): ready}
     if apply:
         who = asked_by()

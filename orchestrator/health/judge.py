@@ -78,6 +78,7 @@ class Fallen:
     basis: str
     fell: bool
     result_ids: list[int]
+    size: int | None = None  # a collective's bytes, as measured (the label rounds them: 1.5K)
 
     @property
     def drop(self) -> float:
@@ -124,7 +125,7 @@ def below_baseline(node: str, cases: dict[tuple, list[dict[str, Any]]], workload
             "" if reference.origin == "history" else f", imported from {reference.origin}")
         label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
         groups[_group(key[0], workload, case)].append(
-            Fallen(label, value, reference.median, floor, basis, value < floor, sorted(judged)))
+            Fallen(label, value, reference.median, floor, basis, value < floor, sorted(judged), case.get("bytes")))
     if thin:
         notes.append(f"{node}: {thin} {workload} case(s) have fewer than {rules.min_results} results to compare with "
                      "(in the history or an imported baseline): not judged")
@@ -184,7 +185,7 @@ def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fall
     return Finding(node, rule, evidence, advice, metric=metric, delta=percent(drop), key=key, reference=reference,
                    measurement={"workload": workload, "case": dict(zip(_GROUP_FIELDS[workload], group[2:])),
                                 "fingerprint": fingerprint,
-                                "sizes": sorted({_size_of(s.label) for s in sizes}) if workload == "collective" else []})
+                                "sizes": sorted({s.size for s in sizes}) if workload == "collective" else []})
 
 
 _GROUP_FIELDS = {"collective": ("op", "device", "gpus", "placement", "transport", "dtype"),
@@ -193,12 +194,6 @@ _GROUP_FIELDS = {"collective": ("op", "device", "gpus", "placement", "transport"
 
 def _ranks(device: str, count) -> str:
     return f"{count} CPU rank(s)" if device == "cpu" else f"{count} GPU(s)"
-
-
-def _size_of(label: str) -> int:
-    from wirewise.units import parse_size
-
-    return parse_size(label.split()[0])
 
 
 # -- against the peers ----------------------------------------------------------------------
@@ -231,7 +226,7 @@ def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules, no
         label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
         groups[_group(key[0], workload, case)].append(Fallen(
             label, value, reference, floor, f"median of {len(peers)} peers", value < floor,
-            sorted(m["id"] for m in per_node[node])))
+            sorted(m["id"] for m in per_node[node]), case.get("bytes")))
     if few:
         notes.append(f"{node}: {few} case(s) of campaign {campaign} have fewer than {rule.min_peers} same-fingerprint "
                      "peers: not compared with peers")

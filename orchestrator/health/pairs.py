@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wirewise.orchestrator.fleet.verdict import gbs_text
 from wirewise.orchestrator.health.findings import Finding, percent
 from wirewise.orchestrator.health.rules import Rules
 
@@ -54,9 +55,9 @@ def pair_finding(node: str, report: dict[str, Any], test) -> Finding:
     evidence = report["evidence"]["nodes"][node]
     op, size = report["op"], report["bytes"]
     ratio = evidence["ratio"]
-    tests = ", ".join(f"{p['with']} {_gbs(p['busbw_gbs'])}" for p in evidence["pairs"])
+    tests = ", ".join(f"{p['with']} {gbs_text(p['busbw_gbs'])}" for p in evidence["pairs"])
     said = (f"every test failed, its partners being healthy" if evidence["busbw_gbs"] is None else
-            f"best pair {_gbs(evidence['busbw_gbs'])} busbw, {ratio:.0%} of the fleet's {_gbs(report['reference_gbs'])}")
+            f"best pair {gbs_text(evidence['busbw_gbs'])} busbw, {ratio:.0%} of the fleet's {gbs_text(report['reference_gbs'])}")
     return Finding(
         node, RULE, f"pair test {report['campaign']}, {op} at {human_bytes(size)}: {said}; its tests: {tests}",
         "check the node's network link (`ip -s link`, `ethtool`, the switch port, its NIC's firmware); "
@@ -69,10 +70,6 @@ def pair_finding(node: str, report: dict[str, Any], test) -> Finding:
         reference={"workload": "pairs", "metric": "busbw_gbs", "reference_gbs": report["reference_gbs"],
                    "floor": report["threshold_gbs"], "tolerance": report["tolerance"], "campaign": report["campaign"]},
     )
-
-
-def _gbs(value: float | None) -> str:
-    return "failed" if value is None else f"{value:.3g} GB/s"
 
 
 # -- the repeat: the node against a known-good one --------------------------------------------
@@ -101,4 +98,4 @@ def repeat_verdict(finding: dict[str, Any], measure) -> tuple[bool, str]:
         return True, f"repeat against {partner} failed: {measure.error}"
     below = floor is not None and measure.busbw_gbs < floor
     where = "below" if below else "at or above"
-    return below, f"repeat against {partner}: {_gbs(measure.busbw_gbs)} busbw, {where} the floor {_gbs(floor)}"
+    return below, f"repeat against {partner}: {gbs_text(measure.busbw_gbs)} busbw, {where} the floor {gbs_text(floor)}"

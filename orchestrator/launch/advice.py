@@ -147,6 +147,8 @@ def advise_job(
     where GPUs answer, placed on the wiring all the same. `option` names `strategy` in messages
     (the CLI's --strategy)."""
     from wirewise.orchestrator.advise.estimate import check_sizes
+    from wirewise.orchestrator.placement.history import History
+    from wirewise.orchestrator.slurm.gpus import visible_devices
     from wirewise.orchestrator.store import Store
 
     env = os.environ if env is None else env
@@ -157,10 +159,12 @@ def advise_job(
     if cpu:
         allocation = replace(allocation, live=False)
     store = Store.open_existing(db)
-    placement, per_node, reasons = _placement(allocation, gpus, store, "--cpu" if cpu else "no NVIDIA driver answers here")
+    # the wiring's measured history, read once for placement and advice
+    history = History(store, allocation.topo) if store is not None and allocation.topo is not None else None
+    placement, per_node, reasons = _placement(allocation, gpus, history, "--cpu" if cpu else "no NVIDIA driver answers here")
     on_gpu = allocation.live and placement is not None
     ranks = per_node * len(allocation.nodes)
-    advice = _advice(allocation, placement, shape, ranks, store, batch_size, seq_len, accounting, gpu_mem_gb)
+    advice = _advice(allocation, placement, shape, ranks, store, history, batch_size, seq_len, accounting, gpu_mem_gb)
     chosen, chosen_by, why = _choose(advice["strategy"], named, on_gpu)
     configs = _configs(chosen, model, ranks, len(allocation.nodes), on_gpu)
     chosen_gpus = placement["gpus"] if placement else []
@@ -170,7 +174,7 @@ def advise_job(
         model=shape.name, params=shape.params, batch_size=batch_size,
         seq_len=shape.tokens_per_sample if shape.kind == "causal-lm" else None,
         device="cuda" if on_gpu else "cpu", nodes=allocation.nodes, processes_per_node=per_node,
-        gpus=chosen_gpus if on_gpu else [], cuda_visible_devices=_device_names(chosen_gpus, env) if on_gpu else None,
+        gpus=chosen_gpus if on_gpu else [], cuda_visible_devices=visible_devices(chosen_gpus, env) if on_gpu else None,
         assigned_gpus=[] if on_gpu else chosen_gpus, placement=placement, strategies=_rows(advice, on_gpu),
         accelerate_config=configs[0], deepspeed_config=configs[1],
         slurm_job_id=allocation.slurm.job_id if allocation.slurm else None,
@@ -199,7 +203,7 @@ def _named_strategy(strategy: str | None, env: Mapping[str, str], option: str) -
     return strategy, who
 
 
-def _placement(allocation: Allocation, gpus: int | None, store, why_cpu: str) -> tuple[dict | None, int, list[str]]:
+def _placement(allocation: Allocation, gpus: int | None, history, why_cpu: str) -> tuple[dict | None, int, list[str]]:
     """(`wirewise place` for the set, ranks per node, reasons). Inside running ranks the set is
     the one they run on; otherwise the best `gpus` of the job's candidates. `why_cpu`: what
     the reasons say when CPU ranks stand in for the GPUs placed."""
@@ -215,7 +219,7 @@ def _placement(allocation: Allocation, gpus: int | None, store, why_cpu: str) ->
         raise UserError(f"--gpus {wanted}: this job has {len(candidates)} GPU(s) here "
                         f"({','.join(map(str, candidates))}: {allocation.candidates_source})")
     policy = "packed" if wanted < len(candidates) else "all"
-    placement = {**place(allocation.topo, wanted, policy, candidates, store, allocation.candidates_source),
+    placement = {**place(allocation.topo, wanted, policy, candidates, history, allocation.candidates_source),
                  "policy": policy}
     reasons = list(placement["reasons"])
     if not allocation.live:
@@ -224,7 +228,7 @@ def _placement(allocation: Allocation, gpus: int | None, store, why_cpu: str) ->
     return placement, wanted, reasons
 
 
-def _advice(allocation, placement, shape, ranks, store, batch_size, seq_len, accounting, gpu_mem_gb) -> dict:
+def _advice(allocation, placement, shape, ranks, store, history, batch_size, seq_len, accounting, gpu_mem_gb) -> dict:
     """The advisor's answer for these ranks: on the chosen set's wiring (also where CPU ranks
     stand in for it: the advice is then what those GPUs would run); with the slowest wire
     unknown across nodes; without a wiring where there is none."""
@@ -234,7 +238,8 @@ def _advice(allocation, placement, shape, ranks, store, batch_size, seq_len, acc
     topo = allocation.topo if placement is not None else None
     gpus = placement["gpus"] if placement is not None else list(range(ranks))
     busbw = placement["predicted_busbw_gbs"] if placement is not None and not several_nodes else None
-    advice = advise_placement(topo, gpus, busbw, shape, store, batch_size, seq_len, accounting, gpu_mem_gb, ranks=ranks)
+    advice = advise_placement(topo, gpus, busbw, shape, store, batch_size, seq_len, accounting, gpu_mem_gb, ranks=ranks,
+                              history=history)
     if several_nodes:
         advice["reasons"] = [f"{len(allocation.nodes)} nodes: the network between them is not modelled "
                              "(its busbw counts as unknown)", *advice["reasons"]]
@@ -299,9 +304,3 @@ def _configs(strategy: str | None, model: str | None, processes: int, machines: 
     )
     return launcher, deepspeed_launch_config(spec, bf16=on_gpu) if spec.on_deepspeed else None
 
-
-def _device_names(gpus: list[int], env: Mapping[str, str]) -> str:
-    """The chosen GPUs as CUDA_VISIBLE_DEVICES entries of this job (Slurm renumbers, or lists UUIDs)."""
-    from wirewise.orchestrator.slurm.gpus import device_ids
-
-    return ",".join(device_ids(gpus, env) or map(str, gpus))

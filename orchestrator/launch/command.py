@@ -117,13 +117,13 @@ def node_env(file: LaunchFile, run_dir: Path, env: Mapping[str, str], db_url: st
     strategy, the database (`db_url`, on node 0: srun passes the environment on), and their GPUs
     as this node names them (or none, for CPU ranks: accelerate's MULTI_GPU launcher does not
     pass use_cpu on, ACCELERATE_USE_CPU does)."""
-    from wirewise.orchestrator.slurm.gpus import device_ids
+    from wirewise.orchestrator.slurm.gpus import visible_devices
 
     added = {LAUNCH_DIR_ENV: str(run_dir), STRATEGY_ENV: file.strategy}
     if db_url:
         added[DB_ENV] = db_url
     if file.device == "cuda":
-        added["CUDA_VISIBLE_DEVICES"] = ",".join(device_ids(file.gpus, env) or map(str, file.gpus))
+        added["CUDA_VISIBLE_DEVICES"] = visible_devices(file.gpus, env)
         added["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # nvidia-smi's numbering, which the indices are in
     else:
         added.update(CUDA_VISIBLE_DEVICES="", ACCELERATE_USE_CPU="true")

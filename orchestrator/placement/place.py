@@ -5,7 +5,7 @@ wirewise.orchestrator.decide)."""
 from __future__ import annotations
 
 from wirewise.orchestrator.placement import select_gpus
-from wirewise.orchestrator.placement.history import Predictor, predictor
+from wirewise.orchestrator.placement.history import History, Predictor, predictor
 from wirewise.orchestrator.placement.search import ranked
 from wirewise.topology import Topology, labels
 
@@ -17,12 +17,13 @@ def place(
     k: int | None,
     policy: str | list[int] = "packed",
     free: list[int] | None = None,
-    store=None,
+    history: History | None = None,
     free_source: str = "--free",
 ) -> dict:
-    """The placement object of docs/placement.md (without the strategy; wirewise.orchestrator.decide.add_advice adds it)."""
+    """The placement object of docs/placement.md (without the strategy; wirewise.orchestrator.decide.add_advice adds it),
+    predicted from the measured `history` of the wiring where given."""
     free = sorted(free) if free is not None else list(range(topo.gpus))
-    predict = predictor(topo, store)
+    predict = predictor(topo, history)
     gpus = select_gpus(topo, k, policy, free, predict=predict)
     prediction = predict.predict(gpus)
     return {

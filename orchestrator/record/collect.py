@@ -50,19 +50,13 @@ def result_files(paths: list[str | Path]) -> list[Path]:
 
 
 def _check_readable(path: Path) -> None:
-    import stat
-
-    from wirewise.limits import MAX_RESULT_BYTES, size_text
+    """What reading the file would refuse (ingest's read_json), said before anything is stored."""
+    from wirewise.limits import MAX_RESULT_BYTES, cannot_read, check_bounded
 
     try:
-        info = path.stat()
+        check_bounded(path, MAX_RESULT_BYTES)
     except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror}); nothing stored") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UserError(f"{path}: not a regular file: a FIFO, a device or a socket; nothing stored")
-    if info.st_size > MAX_RESULT_BYTES:
-        raise UserError(f"{path}: {info.st_size} bytes, past the bound of {size_text(MAX_RESULT_BYTES)} for a "
-                        "result file; nothing stored")
+        raise UserError(f"{cannot_read('result file', path, exc)}; nothing stored") from None
 
 
 def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) -> tuple[list[ResultRecord], int]:

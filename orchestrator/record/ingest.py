@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.errors import UserError, first_problem
-from wirewise.limits import MAX_RESULT_BYTES, loads_json, read_bounded
+from wirewise.limits import MAX_RESULT_BYTES, read_json
 from wirewise.record import ResultRecord, record_problem
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import insert_results, too_long
 
 # A field of a result file this wirewise does not know: most likely written by a newer one.
 NEWER_FIELD = "a field this wirewise does not know (written by a newer wirewise? upgrade it)"
+RESULT_FILE_FIX = "give the result.json a wirewise task wrote, or its folder"
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
@@ -65,14 +66,9 @@ def read_result_file(path: str | Path) -> tuple[list[ResultRecord], Any, list[tu
     within MAX_NESTING, records and wirings of this wirewise's schema."""
     from pydantic import ValidationError
 
-    try:
-        doc = loads_json(read_bounded(path, MAX_RESULT_BYTES))
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
-    except ValueError as exc:  # bad JSON or UTF-8, or nested past the bound
-        raise UserError(f"{path}: not a wirewise result file ({str(exc).splitlines()[0]})") from None
+    doc = read_json(path, "result file", MAX_RESULT_BYTES, RESULT_FILE_FIX)
     if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
-        raise UserError(f"{path}: not a wirewise result file (no list of records)")
+        raise UserError(f"{path}: not a wirewise result file (no list of records); {RESULT_FILE_FIX}")
     records, where = [], "topology"
     try:
         for index, raw in enumerate(doc["records"]):

@@ -59,16 +59,19 @@ def aggregate(
     placements = GroupLookup(store)
     rows = []
     for workload in filters.workloads():
-        buckets = _buckets(store, filters, workload, fields[workload], placements)
+        buckets = case_buckets(store, filters, workload, fields[workload], placements)
         rows += [_row(workload, fields[workload], key, status, bucket) for (key, status), bucket in buckets.items()]
     return sorted(rows, key=_sort_key)
 
 
-def _buckets(store: Store, filters: Filters, workload: str, fields: tuple[str, ...], placements: GroupLookup) -> dict:
-    """(case values, status) -> Bucket, from one GROUP BY."""
+def case_buckets(store: Store, filters: Filters, workload: str, fields: tuple[str, ...], placements: GroupLookup,
+                 metrics: tuple[str, ...] | None = None) -> dict:
+    """(case values, status) -> Bucket, from one GROUP BY, gathering `metrics` (else every
+    metric of the workload); peak_mem_bytes as each run's largest rank."""
+    metrics = metrics or METRICS[workload]
     derive = "placement" in fields or filters.placement is not None
     buckets: dict[tuple, Bucket] = {}
-    for group in grouped(store, filters, workload, fields, METRICS[workload], unrecorded=derive):
+    for group in grouped(store, filters, workload, fields, metrics, unrecorded=derive):
         placement = placements.placement(
             group["placement"], group["unrecorded_node"], group["unrecorded_fingerprint"], group["unrecorded_gpu_count"],
             group["unrecorded_gpu_list"],
@@ -78,7 +81,7 @@ def _buckets(store: Store, filters: Filters, workload: str, fields: tuple[str, .
         case_values = tuple(placement if name == "placement" else group[name] for name in fields)
         bucket = buckets.setdefault((case_values, group["status"]), Bucket())
         bucket.count += group["count"]
-        for metric in METRICS[workload]:
+        for metric in metrics:
             values = group[metric]
             bucket.values[metric] += [max(ranks) for ranks in values] if metric == "peak_mem_bytes" else values
     return buckets

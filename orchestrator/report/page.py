@@ -15,10 +15,11 @@ from typing import Any
 
 from wirewise.atomic import write_text_atomic
 from wirewise.errors import UserError
-from wirewise.orchestrator.report.figures import Figure, Panel, build_figures, draw
-from wirewise.orchestrator.report.query import facts, resolve
+from wirewise.orchestrator.report.draw import draw
+from wirewise.orchestrator.report.figures import Figure, Panel, build_figures, figure_cases
+from wirewise.orchestrator.report.query import resolve
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.results import Filters
+from wirewise.orchestrator.store.results import Filters, result_wirings
 from wirewise.orchestrator.store.topology import node_wirings
 from wirewise.units import human_bytes
 
@@ -26,24 +27,27 @@ from wirewise.units import human_bytes
 def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
     """Draw every figure the matching results have into `out`, then index.html; returns what
     was written and the series of every figure."""
-    found = facts(store, resolve(store, filters))
-    if not found:
+    filters = resolve(store, filters)
+    cases = figure_cases(store, filters)
+    results = sum(case["count"] for case in cases)
+    if not results:
         raise UserError("no results match: nothing to report (wirewise results lists what is stored)")
     _check_out(out)
-    figures = build_figures(found)
-    wirings = wirings_of(store, {(f["node"], f["fingerprint"]) for f in found if f["fingerprint"]})
+    figures = build_figures(cases)
+    imported = sum(case["count"] for case in cases if case["source"] == "nccl-tests")
+    wirings = wirings_of(store, result_wirings(store, filters))
     index = out / "index.html"
     try:
         out.mkdir(parents=True, exist_ok=True)
         drawn = [(figure, draw(figure, out)) for figure in figures]
-        write_text_atomic(index, page(filters, found, drawn, wirings))
+        write_text_atomic(index, page(filters, (results, imported), drawn, wirings))
     except OSError as exc:  # full, read-only, or changed under us since _check_out
         where = f" ({exc.filename})" if exc.filename else ""
         raise UserError(f"--out {str(out)!r}: cannot write the report there: {exc.strerror or exc}{where}") from None
     return {
         "out": str(out),
         "index": str(index),
-        "results": len(found),
+        "results": results,
         "figures": [{**figure.to_json(), "file": str(path)} for figure, path in drawn],
         "nodes": wirings,
     }
@@ -94,15 +98,16 @@ th:first-child, td:first-child { text-align: left; }
 """
 
 
-def page(filters: Filters, found: list[dict[str, Any]], drawn: list[tuple[Figure, Path]], wirings: list[dict[str, Any]]) -> str:
+def page(filters: Filters, counts: tuple[int, int], drawn: list[tuple[Figure, Path]], wirings: list[dict[str, Any]]) -> str:
+    """The page of the figures drawn; `counts`: how many results match, how many of them imported."""
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     asked = ", ".join(f"{k} {v}" for k, v in filters.asked().items()) or "none"
-    imported = sum(f["source"] == "nccl-tests" for f in found)
+    results, imported = counts
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         "<title>wirewise report</title>", f"<style>{_STYLE}</style></head><body>",
         "<h1>wirewise report</h1>",
-        f"<p>{len(found)} results ({imported} imported from nccl-tests, marked "
+        f"<p>{results} results ({imported} imported from nccl-tests, marked "
         '<span class="imported">[nccl-tests]</span> and drawn dashed); filters: '
         f"{_e(asked)}; written {when}. Figures show medians over repeats of successful runs.</p>",
     ]

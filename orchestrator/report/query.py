@@ -1,9 +1,10 @@
 """Filters from the command line, checked and resolved, and one fact per stored row.
 
-`facts` (report, doctor) and `aggregate` (results, compare) read through the store's one
-translation of Filters into SQL (wirewise.orchestrator.store.results), so a filter means the
-same everywhere. Here: the text of the options parsed, prefixes made whole, and the placement
-class derived from the GPUs and the node's wiring where a campaign did not record it.
+`facts` (doctor, baselines, health checks) and `aggregate` (results, compare, the report's
+cases) read through the store's one translation of Filters into SQL
+(wirewise.orchestrator.store.results), so a filter means the same everywhere. Here: the text
+of the options parsed, prefixes made whole, and the placement class derived from the GPUs and
+the node's wiring where a campaign did not record it.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def resolve(store: Store, filters: Filters) -> Filters:
         changes["fabric"] = unique_prefix("--fabric", filters.fabric, FABRICS)
     if filters.fingerprint is not None:
         changes["fingerprint"] = unique_prefix("--fingerprint", filters.fingerprint, fingerprints_starting(store, filters.fingerprint))
-    missing = [name for name in filters.campaigns if name not in campaign_names(store, filters.campaigns)]
+    known = campaign_names(store, filters.campaigns)
+    missing = [name for name in filters.campaigns if name not in known]
     if missing:
         raise UserError(f"--campaign {missing[0]!r}: no results or campaign of that name (wirewise results --group-by campaign lists them)")
     return Filters(**{**asdict(filters), **changes})

@@ -37,6 +37,12 @@ def device_ids(planned: list[int], env: Mapping[str, str], uuids: UuidLookup = g
     return [visible[position[gpu]] for gpu in planned]
 
 
+def visible_devices(planned: list[int], env: Mapping[str, str], uuids: UuidLookup = gpu_uuids) -> str:
+    """The CUDA_VISIBLE_DEVICES value that shows a command the planned physical GPUs, as this
+    job names them (device_ids), or by their indices where nothing restricts them."""
+    return ",".join(device_ids(planned, env, uuids) or map(str, planned))
+
+
 def visible_gpus(env: Mapping[str, str], uuids: UuidLookup = gpu_uuids) -> list[int] | None:
     """The physical indices of the GPUs this process may use (CUDA_VISIBLE_DEVICES, read as
     device_ids reads it); None where nothing restricts them."""

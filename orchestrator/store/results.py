@@ -95,6 +95,8 @@ def _recorded_placement(d: Dialect) -> str:
     return d.json_text("params", "placement")
 
 
+# What ran it: 'cpu' for CPU ranks (gpu_count 0), else 'gpu' (a report's key, not a --group-by field)
+DEVICE = "CASE WHEN gpu_count = 0 THEN 'cpu' ELSE 'gpu' END"
 GROUP_FIELDS = ("source", "campaign", "node", "node_count", "nodes", "fingerprint", "fabric", "op", "dtype", "in_place",
                 "bytes", "model", "strategy", "gpus", "placement", "transport", "task_id")
 
@@ -103,7 +105,7 @@ def _field_sql(d: Dialect) -> dict[str, str]:
     """Each field results can be grouped by, and status (always part of a group), as SQL
     (placement: where recorded); the others are the columns of their name."""
     derived = {"gpus": RANKS, "nodes": NODE_LIST, "placement": _recorded_placement(d), "transport": _transport(d)}
-    return {name: derived.get(name, name) for name in (*GROUP_FIELDS, "status")}
+    return {**{name: derived.get(name, name) for name in (*GROUP_FIELDS, "status")}, "device": DEVICE}
 # What a run that did not record its placement is placed by: the node's wiring and its GPUs.
 _UNRECORDED = {"node": "node", "fingerprint": "fingerprint", "gpu_count": "gpu_count", "gpu_list": GPU_LIST}
 
@@ -264,6 +266,15 @@ def _values(metric: str, text: str | None) -> list:
 
 
 # -- names -----------------------------------------------------------------------------------
+def result_wirings(store: Store, filters: Filters) -> set[tuple[str | None, str]]:
+    """The (node, fingerprint) pairs of the results that match, for the wiring they ran on (a
+    placement filter counts the rows that recorded none, as the SQL of every read does)."""
+    with store.read() as db:
+        p = db.params()
+        sql = f"SELECT DISTINCT node, fingerprint FROM results WHERE {_and([*_where(filters, p), 'fingerprint IS NOT NULL'])}"
+        return {(node, fingerprint) for node, fingerprint in db.rows(sql, p)}
+
+
 def fingerprints_starting(store: Store, prefix: str, most: int = 8) -> set[str]:
     """Up to `most` stored fingerprints (of wirings or of results) that start with `prefix`: on
     each table, index seeks from one distinct value to the next (a DISTINCT would walk every

@@ -213,12 +213,13 @@ BASELINES = Table(
 NODE_CHECKS = Table(
     "node_checks", METADATA,
     _id(),
-    Column("node", String(255), nullable=False, index=True),
+    Column("node", String(255), nullable=False),
     Column("source", String(32), nullable=False),
     Column("rules", JSON, nullable=False),
     Column("healthy", Boolean, nullable=False),
     Column("findings", Integer, nullable=False),
     Column("checked_at", WHEN, nullable=False, default=utcnow, index=True),
+    Index("ix_node_checks_node_checked_at", "node", "checked_at"),  # each node's latest (store/health.py)
 )
 
 # A rule that fired on a node (wirewise.orchestrator.health.findings.Finding), open until a later
@@ -251,7 +252,7 @@ FINDINGS = Table(
 FLEET_ACTIONS = Table(
     "fleet_actions", METADATA,
     _id(),
-    Column("node", String(255), nullable=False, index=True),
+    Column("node", String(255), nullable=False),
     Column("action", String(16), nullable=False),  # drain | health-check | prolog | retest | resume
     Column("outcome", String(32), nullable=False),  # claimed, drained, held, failed, passed, resumed, ...
     Column("reason", Text),  # the Slurm reason set or found
@@ -260,4 +261,5 @@ FLEET_ACTIONS = Table(
     Column("asked_by", String(255), nullable=False),
     Column("campaign", String(255)),  # the confirmation or re-test run
     Column("at", WHEN, nullable=False, default=utcnow, index=True),
+    Index("ix_fleet_actions_node_at", "node", "at"),  # each node's trail, newest first (store/health.py)
 )

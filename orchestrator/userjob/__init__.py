@@ -37,8 +37,7 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
             gpu_name: str | None = None) -> dict:
     """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
     any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
-    from wirewise.orchestrator.decide import add_advice, free_gpus, placement_wiring, without_flagged_gpus
-    from wirewise.orchestrator.placement.place import place
+    from wirewise.orchestrator.decide import free_gpus, place_on, placement_wiring
     from wirewise.orchestrator.store import Store
 
     if not request.command:
@@ -49,11 +48,8 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
     )
-    free_list, left_out = without_flagged_gpus(store, node, free_list)
-    placement = place(topo, request.gpus, "packed", free_list, store, free_source)
-    placement["reasons"] += left_out
-    if request.model:
-        add_advice(placement, topo, request.model, store, 1, None, "article", gpu_mem_gb)
+    placement = place_on(topo, request.gpus, "packed", free_list, free_source, store, node, [],
+                         request.model, 1, None, "article", gpu_mem_gb)
     avoid, warnings = nodes_to_avoid(request, store)
     result = submit_command(request, topo, placement, placement.get("strategy"), store, avoid)
     result["warnings"] = warnings + result["warnings"]
@@ -130,7 +126,7 @@ def job_request(request: RunRequest, topo, exclude: str | None = None):
 
 def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store, timeout_s: float) -> dict:
     """Wait for the job to hold its GPUs; predict them next to the best free set."""
-    from wirewise.orchestrator.placement.history import predictor
+    from wirewise.orchestrator.placement.history import History, predictor
     from wirewise.orchestrator.slurm.nodes import job_gpus
 
     deadline = time.monotonic() + timeout_s
@@ -142,7 +138,7 @@ def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store,
         return {"warnings": [f"job {job_id} had not started after {timeout_s:g} s: its GPUs are not known yet"]}
     if len(given) != len(placement["gpus"]) or max(given) >= topo.gpus:
         return {"gpus": given, "warnings": [f"Slurm gave GPUs {given}, which do not match this node's wiring"]}
-    prediction = predictor(topo, store).predict(given)
+    prediction = predictor(topo, History(store, topo)).predict(given)
     out = {"gpus": given, "cuda_visible_devices": ",".join(map(str, given)),
            "predicted_busbw_gbs": prediction.busbw_gbs, "basis": prediction.basis, "warnings": []}
     best = placement["predicted_busbw_gbs"]

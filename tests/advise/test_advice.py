@@ -112,3 +112,25 @@ def test_the_table_for_people_lists_each_strategy_with_its_basis() -> None:
     assert set(lines) == {"ddp", "zero1", "zero2", "zero3", "fsdp"}
     assert all(line.split()[-2] == "model" for line in lines.values())
     assert "strategy: ddp" in proc.stdout
+
+
+def test_one_answer_reads_the_wiring_join_and_each_history_once(db_url, monkeypatch) -> None:
+    """`place --model` on a store with measured training and busbw: placement and advice ask
+    the wiring's history the same things (each op's busbw, the nodes' wirings); one History
+    answers them all, so the wiring join runs once and no results query twice. Spies wrap the
+    store's real reads (in process: a process could not count them)."""
+    from wirewise.orchestrator import decide
+    from wirewise.orchestrator.store import results, topology
+
+    topo = read_topology(NVL_QUADS_NAMED)
+    same = {"micro_batch": 1, "seq_len": 2048, "step_time_s": 0.3, "params": {"precision": "bf16"}}
+    plant_training(db_url, topo, "nvl1", "mistral-7b", [{"gpus": [4, 5, 6, 7], "strategy": s, "tokens_per_s": t, **same}
+                                                         for s, t in (("fsdp", 30000.0), ("zero2", 33000.0))])
+    joins, queries = [], []
+    for module, name, calls in ((topology, "node_wirings", joins), (results, "ok_results", queries)):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, _calls=calls, **k: _calls.append(repr((a[1:], k))) or _real(*a, **k))
+    out = decide.placement_for(4, topology_file=NVL_QUADS_NAMED, model="mistral-7b", db=db_url)
+    assert out["strategy"] == "zero2" and rows(out)["zero2"]["basis"] == "measured"
+    assert len(joins) == 1
+    assert len(queries) == len(set(queries)) >= 5, queries  # 3 ops' busbw, the steps, the tokens/s (+ memory)

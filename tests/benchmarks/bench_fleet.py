@@ -135,16 +135,18 @@ def pair_tests_to_name(n: int, k: int, seed: int = 1) -> tuple[int, int, bool, f
     +-3% between healthy nodes, 10 GB/s with a bad one."""
     from wirewise.orchestrator.fleet.schedule import next_round
     from wirewise.orchestrator.fleet.verdict import Measure, judge
+    from wirewise.orchestrator.health.rules import default_rules
 
+    tolerance = default_rules().rules.pair_below_fleet.tolerance
     rng = random.Random(seed)
     nodes = [f"gpu{i:04d}" for i in range(n)]
     bad = set(rng.sample(nodes, k))
     measures, rounds = [], 0
     start = time.perf_counter()
-    while pairs := next_round(nodes, measures):
+    while pairs := next_round(nodes, measures, "quick", tolerance):
         rounds += 1
         measures += [Measure((a, b), 10.0 if {a, b} & bad else 100.0 * rng.uniform(0.97, 1.03)) for a, b in pairs]
-    named = set(judge(nodes, measures).bad_nodes) == bad
+    named = set(judge(nodes, measures, tolerance).bad_nodes) == bad
     return len(measures), rounds, named, time.perf_counter() - start
 
 

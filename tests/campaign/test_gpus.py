@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wirewise.errors import UserError
-from wirewise.orchestrator.slurm.gpus import device_ids
+from wirewise.orchestrator.slurm.gpus import device_ids, visible_devices
 
 UUIDS = {f"GPU-{i:04d}aaaa": i for i in range(8)}  # what NVML would list on an 8-GPU node
 
@@ -38,3 +38,12 @@ def test_planned_gpus_the_job_does_not_hold_are_refused():
         device_ids([0, 5], env)
     with pytest.raises(UserError, match="NVML does not list"):
         device_ids([0], {"CUDA_VISIBLE_DEVICES": "GPU-ffff"}, uuids=lambda: UUIDS)
+
+
+def test_the_value_a_command_is_given_names_the_planned_gpus_as_the_job_does():
+    """visible_devices, what `launch`, `run --whole-node` and `wirewise.advice()` set
+    CUDA_VISIBLE_DEVICES to: the job's names for the planned GPUs, or their indices."""
+    assert visible_devices([4, 5], {}) == "4,5"
+    assert visible_devices([6, 7], {"CUDA_VISIBLE_DEVICES": "0,1,2,3", "SLURM_JOB_GPUS": "4,5,6,7"}) == "2,3"
+    env = {"CUDA_VISIBLE_DEVICES": "GPU-0006aaaa,GPU-0002aaaa"}
+    assert visible_devices([2, 6], env, uuids=lambda: UUIDS) == "GPU-0002aaaa,GPU-0006aaaa"

@@ -356,7 +356,7 @@ BAD_RESULT_FILES = {
     "a bad status": (lambda p: result_file(p, collective(status="[/]")), "records[0].status: Input should be"),
     "a symlink to /dev/zero": (lambda p: p.symlink_to("/dev/zero"), "not a regular file"),
     "a FIFO": (lambda p: os.mkfifo(p), "not a regular file"),
-    "a dangling symlink": (lambda p: p.symlink_to(p.parent / "gone"), "cannot read it (No such file or directory)"),
+    "a dangling symlink": (lambda p: p.symlink_to(p.parent / "gone"), "result.json': No such file or directory"),
 }
 
 
@@ -377,6 +377,52 @@ def test_bad_result_files_store_nothing(case, tmp_path, db_url):
     stored = db_rows(db_url, "SELECT count(*) FROM results") if Path(db_url.removeprefix("sqlite:///")).exists() else [(0,)]
     assert stored == [(1,)] and "(1 file(s) before it are stored)" in found.stderr or stored == [(0,)]
     assert good.exists()
+
+
+def sparse_file(path: Path, size: int) -> None:
+    """A file of `size` bytes that takes no disk (a hole)."""
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+
+
+# A bad JSON file a person names, and the words its refusal starts with (`what` it is, the file).
+BAD_JSON_FILES = {
+    "a FIFO": (lambda p, bound: os.mkfifo(p), "cannot read {what} '{path}': not a regular file: a FIFO, a device or a socket"),
+    "past the bound": (lambda p, bound: sparse_file(p, bound + 1), "cannot read {what} '{path}': larger than "),
+    "not JSON": (lambda p, bound: p.write_text("{"), "{path}: not JSON (Expecting property name enclosed in double quotes: "),
+    "nested 100,000 deep": (lambda p, bound: p.write_text("[" * 100_000 + "]" * 100_000),
+                            "{path}: nested deeper than 100 levels, the bound for a document; "),
+}
+
+
+@pytest.mark.parametrize("case", BAD_JSON_FILES)
+def test_every_json_file_a_person_names_is_refused_in_the_same_words(case, tmp_path):
+    """A result file (`collect`), a baselines file (`baseline import`) and a model config
+    (`--model`) are read by one function (wirewise.limits.read_json): a bad one is one line
+    naming the file, in the same words whichever reads it (in-process: the commands' own
+    refusals of these files are the tests above and tests/report/test_rules_and_baselines.py)."""
+    from wirewise.errors import UserError
+    from wirewise.limits import MAX_CONFIG_BYTES, MAX_RESULT_BYTES
+    from wirewise.models import check_model_name
+    from wirewise.orchestrator.health.baseline import read_file
+    from wirewise.orchestrator.record.ingest import read_result_file
+
+    make, said = BAD_JSON_FILES[case]
+    readers = (("result file", read_result_file, MAX_RESULT_BYTES, UserError),
+               ("baselines file", read_file, MAX_RESULT_BYTES, UserError),
+               ("model config", check_model_name, MAX_CONFIG_BYTES, ValueError))  # ValueError: a field validator's
+    for what, read, bound, error in readers:
+        path = tmp_path / what.replace(" ", "-") / "bad.json"
+        path.parent.mkdir()
+        make(path, bound)
+        if case == "a FIFO" and read is check_model_name:  # not a file: --model takes it as a name
+            with pytest.raises(ValueError, match="unknown model"):
+                read(str(path))
+            continue
+        with pytest.raises(error) as raised:
+            read(str(path))
+        message = str(raised.value)
+        assert message.startswith(said.format(what=what, path=path)) and "\n" not in message, message
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -14,6 +14,9 @@ import pytest
 
 from wirewise.orchestrator.fleet.schedule import next_round, rounds_of_all
 from wirewise.orchestrator.fleet.verdict import Measure, judge
+from wirewise.orchestrator.health.rules import default_rules
+
+TOLERANCE = default_rules().rules.pair_below_fleet.tolerance  # as `fleet pairs` judges by default
 
 
 def run_fleet(n: int, bad: set[str] = frozenset(), slow_links=(), mode: str = "quick", failing: set[str] = frozenset(),
@@ -22,7 +25,7 @@ def run_fleet(n: int, bad: set[str] = frozenset(), slow_links=(), mode: str = "q
     rng = random.Random(seed)
     nodes = [f"n{i:04d}" for i in range(n)]
     measures, rounds = [], []
-    while pairs := next_round(nodes, measures, mode):
+    while pairs := next_round(nodes, measures, mode, TOLERANCE):
         busy = [node for pair in pairs for node in pair]
         assert len(busy) == len(set(busy)), "a round shares a node"
         rounds.append(pairs)
@@ -41,7 +44,7 @@ def test_quick_mode_names_the_bad_nodes_in_about_half_n_plus_two_k_tests(n, k):
     rng = random.Random(n * 100 + k)
     bad = set(rng.sample([f"n{i:04d}" for i in range(n)], k))
     nodes, measures, rounds = run_fleet(n, bad)
-    verdict = judge(nodes, measures)
+    verdict = judge(nodes, measures, TOLERANCE)
     assert set(verdict.bad_nodes) == bad and not verdict.bad_pairs and not verdict.suspects
     assert len(measures) <= n // 2 + 2 * k + 1  # the odd node out, tested in round 2
     assert len(rounds) <= 3
@@ -54,7 +57,7 @@ def test_quick_mode_names_the_bad_nodes_in_about_half_n_plus_two_k_tests(n, k):
 
 def test_a_healthy_fleet_is_n_over_2_tests_and_nothing_flagged():
     nodes, measures, rounds = run_fleet(100)
-    verdict = judge(nodes, measures)
+    verdict = judge(nodes, measures, TOLERANCE)
     assert (len(measures), len(rounds), verdict.flagged) == (50, 1, False)
     assert verdict.spread < 0.07 and verdict.known_good == nodes
 
@@ -64,7 +67,7 @@ def test_three_nodes_need_the_third_pair_to_tell_the_slow_one():
     is what tells it apart (quick mode tests every pair there)."""
     for slow in ("n0000", "n0001", "n0002"):
         nodes, measures, rounds = run_fleet(3, {slow})
-        verdict = judge(nodes, measures)
+        verdict = judge(nodes, measures, TOLERANCE)
         assert sorted(verdict.bad_nodes) == [slow] and len(measures) == 3 and len(rounds) == 3
         assert sorted(verdict.known_good) == sorted(set(nodes) - {slow})
 
@@ -73,7 +76,7 @@ def test_all_mode_tests_every_pair_once_and_finds_a_slow_link():
     link = frozenset(("n0002", "n0007"))
     nodes, measures, rounds = run_fleet(10, slow_links={link}, mode="all")
     assert len(measures) == 45 == len({m.key for m in measures}) and len(rounds) == 9
-    verdict = judge(nodes, measures)
+    verdict = judge(nodes, measures, TOLERANCE)
     assert not verdict.bad_nodes and [frozenset(p["nodes"]) for p in verdict.bad_pairs] == [link]
     assert verdict.bad_pairs[0]["why"].startswith("a slow link")
     assert sum(len(r) for r in rounds_of_all(list(range(7)))) == 21 and len(rounds_of_all(list(range(7)))) == 7
@@ -81,7 +84,7 @@ def test_all_mode_tests_every_pair_once_and_finds_a_slow_link():
 
 def test_a_node_whose_tests_fail_is_bad_with_their_errors():
     nodes, measures, _ = run_fleet(8, failing={"n0005"})
-    verdict = judge(nodes, measures)
+    verdict = judge(nodes, measures, TOLERANCE)
     assert list(verdict.bad_nodes) == ["n0005"]
     assert verdict.bad_nodes["n0005"]["busbw_gbs"] is None
     assert all(p["error"].startswith("rank 1") for p in verdict.bad_nodes["n0005"]["pairs"])
@@ -90,7 +93,7 @@ def test_a_node_whose_tests_fail_is_bad_with_their_errors():
 def test_what_cannot_be_told_apart_is_said_so():
     """Two nodes and a failed test: one of them is bad, nobody can say which."""
     nodes, measures, _ = run_fleet(2, failing={"n0001"})
-    verdict = judge(nodes, measures)
+    verdict = judge(nodes, measures, TOLERANCE)
     assert verdict.flagged and not verdict.bad_nodes and sorted(verdict.suspects) == nodes
     assert verdict.bad_pairs[0]["why"].startswith("not told apart")
     assert verdict.to_json()["bad_pairs"] == [["n0000", "n0001"]]
@@ -98,7 +101,7 @@ def test_what_cannot_be_told_apart_is_said_so():
 
 def test_the_latest_test_of_a_pair_counts():
     first = Measure(("a", "b"), None, "failed once")
-    verdict = judge(["a", "b", "c", "d"], [first, Measure(("c", "d"), 100.0), Measure(("a", "b"), 99.0)])
+    verdict = judge(["a", "b", "c", "d"], [first, Measure(("c", "d"), 100.0), Measure(("a", "b"), 99.0)], TOLERANCE)
     assert not verdict.flagged and verdict.tests == 3
 
 
@@ -114,4 +117,4 @@ def test_the_json_keys_are_the_documented_ones():
     listed = re.findall(r"`([a-z_]+)`", bullet)
     run = ["campaign", "mode", "op", "bytes", "backend", "ranks_per_node", "nodes", "rounds", "left_out"]
     opened = ["findings", "node", "reason"]  # the findings the verdict opened (wirewise.orchestrator.health.pairs)
-    assert listed == run + list(judge(["a", "b"], [Measure(("a", "b"), 1.0)]).to_json()) + opened
+    assert listed == run + list(judge(["a", "b"], [Measure(("a", "b"), 1.0)], TOLERANCE).to_json()) + opened

@@ -34,3 +34,29 @@ def gpu_node(monkeypatch, tmp_path):
     spec.loader.exec_module(fake)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     monkeypatch.setenv("WIREWISE_RUNS", str(tmp_path / "runs"))
+
+
+def launcher_config_of(distributed_type: str, processes: int, *, use_cpu: bool = False, **own) -> dict:
+    """The accelerate launcher config docs/launch.md ("The configuration", "CPU ranks") says a
+    launch writes, spelt out: the keys `accelerate config` writes for one machine, as the
+    descriptor's template (templates/accelerate/) holds them, with what the launch decides
+    (`distributed_type`, `num_processes`, `use_cpu`, and `own`: the precision, the FSDP block,
+    the DeepSpeed file). Literal, so a test of the launch's config fails when the config changes
+    (comparing with wirewise.configs.launcher_config called the same way never could)."""
+    return {
+        "compute_environment": "LOCAL_MACHINE", "debug": False, "distributed_type": distributed_type,
+        "downcast_bf16": "no", "enable_cpu_affinity": False, "machine_rank": 0, "main_training_function": "main",
+        "num_machines": 1, "num_processes": processes, "rdzv_backend": "static", "same_network": True,
+        "tpu_env": [], "tpu_use_cluster": False, "tpu_use_sudo": False, "use_cpu": use_cpu, **own,
+    }
+
+
+# ddp on two CPU ranks: the MULTI_GPU launcher (one process per rank) with use_cpu, no mixed precision.
+DDP_ON_TWO_CPU_RANKS = launcher_config_of("MULTI_GPU", 2, use_cpu=True, gpu_ids="all", mixed_precision="no")
+# fsdp on two GPUs: fully_shard (FSDP2), one unit per Mistral decoder layer, bf16.
+FSDP_ON_TWO_GPUS = launcher_config_of("FSDP", 2, mixed_precision="bf16", fsdp_config={
+    "fsdp_activation_checkpointing": False, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+    "fsdp_cpu_ram_efficient_loading": False, "fsdp_offload_params": False, "fsdp_reshard_after_forward": True,
+    "fsdp_state_dict_type": "SHARDED_STATE_DICT", "fsdp_transformer_layer_cls_to_wrap": "MistralDecoderLayer",
+    "fsdp_version": 2,
+})

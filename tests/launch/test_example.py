@@ -17,9 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, wirewise, wirewise_json
-from tests.launch.conftest import no_slurm
-from wirewise import registry
-from wirewise.configs import launcher_config
+from tests.launch.conftest import DDP_ON_TWO_CPU_RANKS, no_slurm
 
 EXAMPLE = ROOT / "docs" / "examples" / "finetune.py"
 QUICK = ["--batch-size", "2", "--seq-len", "16", "--steps", "6", "--lr", "3e-3"]  # few steps of the tiny model
@@ -43,7 +41,7 @@ def test_the_example_runs_with_the_configuration_the_advice_named(tmp_path, db_u
     assert "wirewise launch: ddp on 2 CPU rank(s)" in proc.stderr and "chosen by advice" in proc.stderr
 
     ran_with = yaml.safe_load((run_dir / "accelerate.yaml").read_text())
-    assert ran_with == launcher_config(registry.STRATEGIES["ddp"], 2, "no", cpu=True)
+    assert ran_with == DDP_ON_TWO_CPU_RANKS
     assert seen["config_in_run_dir"] == ran_with  # what the script's own wirewise.advice() names
     advice = seen["advice"]
     assert (advice["strategy"], advice["chosen_by"], advice["num_processes"], advice["device"]) == (

@@ -18,10 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wirewise
-from tests.launch.conftest import fake_gpu_node, no_slurm
+from tests.launch.conftest import DDP_ON_TWO_CPU_RANKS, FSDP_ON_TWO_GPUS, fake_gpu_node, launcher_config_of, no_slurm
 from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # the GPU model named: busbw and fit known
-from wirewise import registry
-from wirewise.configs import deepspeed_launch_config, launcher_config
 from wirewise.errors import UserError
 from wirewise.orchestrator.launch.advice import advise_job
 from wirewise.orchestrator.launch.command import plan_launch
@@ -64,9 +62,7 @@ def test_a_workstation_without_gpus_gets_cpu_ranks_running_ddp(tmp_path, script)
                         env=no_slurm(WIREWISE_RUNS=str(tmp_path / "runs")), cwd=tmp_path)
     assert (found["strategy"], found["chosen_by"], found["device"]) == ("ddp", "advice", "cpu")
     assert (found["processes_per_node"], found["num_processes"], found["gpus"]) == (2, 2, [])
-    config = found["accelerate_config"]
-    assert config == launcher_config(registry.STRATEGIES["ddp"], 2, "no", cpu=True)
-    assert (config["distributed_type"], config["use_cpu"], config["mixed_precision"]) == ("MULTI_GPU", True, "no")
+    assert found["accelerate_config"] == DDP_ON_TWO_CPU_RANKS
     # the command it would become: accelerate launch with the config, the script and its arguments as typed
     run_dir = Path(found["run_dir"])
     assert found["command"][-len(TRICKY) - 1:] == [str(script), *TRICKY]
@@ -152,9 +148,7 @@ def test_a_gpu_node_gets_its_best_set_and_the_advised_strategys_configuration(tm
     assert found["placement"]["free_source"] == "the job's GPUs (CUDA_VISIBLE_DEVICES)"
     assert (found["advised"], found["strategy"]) == ("fsdp", "fsdp")
     assert found["env"]["CUDA_VISIBLE_DEVICES"] == "1,2" and "ACCELERATE_USE_CPU" not in found["env"]
-    fsdp = found["accelerate_config"]
-    assert fsdp == launcher_config(registry.STRATEGIES["fsdp"], 2, "bf16", layer_classes=["MistralDecoderLayer"])
-    assert fsdp["fsdp_config"]["fsdp_transformer_layer_cls_to_wrap"] == "MistralDecoderLayer"
+    assert found["accelerate_config"] == FSDP_ON_TWO_GPUS
     rows = {row["strategy"]: row for row in found["strategies"]}
     assert rows["ddp"]["fits"] and rows["fsdp"]["memory_gb"] < rows["ddp"]["memory_gb"]
     assert all(row["tokens_basis"] == "model" and row["tokens_per_s"] for row in rows.values())
@@ -165,16 +159,17 @@ def test_a_gpu_node_gets_its_best_set_and_the_advised_strategys_configuration(tm
 def test_a_named_strategy_gets_its_descriptors_configuration(gpu_node, tmp_path, script, name):
     env = no_slurm(CUDA_VISIBLE_DEVICES="1,2,3")
     found = planned(script, tmp_path, env, model="mistral-7b", gpus=2, strategy=name)
-    spec = registry.STRATEGIES[name]
     assert (found["strategy"], found["chosen_by"], found["advised"]) == (name, "--strategy", "fsdp")
     assert any(f"{name} as --strategy says (the advice: fsdp)" in reason for reason in found["reasons"])
-    expected_file = str(Path(found["run_dir"]) / "deepspeed.json") if spec.on_deepspeed else None
-    assert found["accelerate_config"] == launcher_config(spec, 2, "bf16", layer_classes=["MistralDecoderLayer"],
-                                                          deepspeed_file=expected_file)
-    if spec.on_deepspeed:
+    if name == "ddp":
+        expected = launcher_config_of("MULTI_GPU", 2, gpu_ids="all", mixed_precision="bf16")
+    else:  # DeepSpeed reads its own file, which names the precision: the launcher config names none
+        ds_file = str(Path(found["run_dir"]) / "deepspeed.json")
+        expected = launcher_config_of("DEEPSPEED", 2, deepspeed_config={"deepspeed_config_file": ds_file, "zero3_init_flag": False})
+    assert found["accelerate_config"] == expected
+    if name != "ddp":
         ds = found["deepspeed_config"]
-        assert ds == deepspeed_launch_config(spec, bf16=True)
-        assert ds["zero_optimization"]["stage"] == spec.zero_stage and ds["bf16"] == {"enabled": True}
+        assert ds["zero_optimization"]["stage"] == int(name[-1]) and ds["bf16"] == {"enabled": True}
         assert ds["train_micro_batch_size_per_gpu"] == "auto"  # the script's own batch fills it
         assert "mixed_precision" not in found["accelerate_config"]  # accelerate refuses it beside a DeepSpeed file
     else:

@@ -89,3 +89,30 @@ def test_bad_input_writes_nothing(report_db, tmp_path, args, message):
     proc = wirewise("report", "--out", str(tmp_path / "out"), *args, "--db", report_db)
     assert proc.returncode == 2 and proc.stderr.startswith(f"wirewise: error: {message}") and proc.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_reused_canvas_draws_each_figure_as_if_alone(tmp_path):
+    """Figures of one shape share a matplotlib figure (draw._canvas): what one drew (lines,
+    bars, the notes of empty slots, its legend) is gone from the next, pixel for pixel."""
+    import numpy as np
+    from PIL import Image
+
+    from wirewise.orchestrator.report import draw
+    from wirewise.orchestrator.report.figures import Figure, Panel, Series
+
+    def figure(name: str, scale: float, notes: list) -> Figure:
+        lines = [Series(f"line {i}", "nccl-tests" if i % 2 else "wirewise", [2**20, 2**24, 2**30], [scale * i, scale * 2 * i, 3.0])
+                 for i in range(1, 4)]
+        bars = [Series(f"wire {i}", "wirewise", ["ddp", "fsdp"], [None if note else scale * i for note in notes], notes) for i in (1, 2)]
+        return Figure(name, f"{name} title", [Panel(f"{name} panel", "size", "GB/s", "size", lines),
+                                              Panel("", "strategy", "tokens/s", "bars", bars)])
+
+    first, second = figure("first", 10.0, ["oom", None]), figure("second", 1.0, [None, None])
+    draw._canvas.cache_clear()
+    alone = np.asarray(Image.open(draw.draw(second, tmp_path)))
+    draw._canvas.cache_clear()
+    (tmp_path / "after").mkdir()
+    draw.draw(first, tmp_path / "after")
+    after = np.asarray(Image.open(draw.draw(second, tmp_path / "after")))
+    assert draw._canvas.cache_info().hits == 1 and alone.shape == after.shape
+    assert (alone != after).any(axis=-1).sum() == 0

@@ -106,6 +106,22 @@ def test_bad_input_is_one_line_and_exit_2(report_db, args, message):
     assert proc.stderr.startswith(f"wirewise: error: {message}") and proc.stderr.count("\n") == 1
 
 
+def test_several_campaigns_are_looked_up_in_one_read(report_db, monkeypatch):
+    """`--campaign` repeated: the names are looked up together, once (a spy on the store's real
+    lookup, in process), and the first unknown one is named."""
+    from wirewise.errors import UserError
+    from wirewise.orchestrator.report import query
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.results import Filters
+
+    lookups = []
+    real = query.campaign_names
+    monkeypatch.setattr(query, "campaign_names", lambda store, wanted: lookups.append(list(wanted)) or real(store, wanted))
+    with pytest.raises(UserError, match="--campaign 'nope-1': no results or campaign of that name"):
+        query.resolve(Store(report_db), Filters(campaigns=("camp-a", "nope-1", "nope-2")))
+    assert lookups == [["camp-a", "nope-1", "nope-2"]]
+
+
 def test_postgresql_gives_the_same_aggregates(report_db, pg_url, tmp_path):
     """JSON and time columns come back decoded by psycopg but as text from SQLite: one answer."""
     for node, factor in (("h100-a", 1.0), ("h100-b", 0.99)):

@@ -36,13 +36,20 @@ class Memory:
 
 
 def test_questions_on_a_four_gpu_machine() -> None:
+    """Each question is one NVML session, shut down before it answers: the fake (standing in
+    for the NVML no GPU here has) counts inits and shutdowns after every question, so a
+    question that left NVML open, or one shut down twice, fails here."""
     fake = VirtualMachine(nvl_quad())
-    assert nvml.gpu_count(fake) == 4
-    assert nvml.gpu_uuids(fake) == {f"GPU-{i:04d}-fake": i for i in range(4)}
-    assert nvml.busy_gpus(fake) == {2}
-    assert nvml.driver_version(fake) == "570.86.15"
-    assert nvml.first_gpu_memory(fake) is None  # not supported here: None, not a traceback
-    assert fake.shut_down
+    questions = [
+        (nvml.gpu_count, 4),
+        (nvml.gpu_uuids, {f"GPU-{i:04d}-fake": i for i in range(4)}),
+        (nvml.busy_gpus, {2}),
+        (nvml.driver_version, "570.86.15"),
+        (nvml.first_gpu_memory, None),  # not supported here: None, not a traceback
+    ]
+    for asked, (question, answer) in enumerate(questions, 1):
+        assert question(fake) == answer
+        assert fake.sessions == (asked, asked), question.__name__
 
 
 def test_old_bindings_bytes_and_missing_functions() -> None:
@@ -52,6 +59,7 @@ def test_old_bindings_bytes_and_missing_functions() -> None:
     assert nvml.busy_gpus(fake) == set()  # no such function: nothing seen running
     fake.nvmlDeviceGetMemoryInfo = lambda h: Memory()
     assert nvml.first_gpu_memory(fake) == (Memory.total, "NVIDIA H200 NVL")
+    assert fake.sessions == (4, 4)  # four questions, four sessions
 
 
 def test_no_driver_is_one_line_or_nothing_to_ask() -> None:
@@ -60,7 +68,7 @@ def test_no_driver_is_one_line_or_nothing_to_ask() -> None:
         pass
     assert str(caught.value) == "no NVIDIA GPU or driver on this machine (NVML: NVML error 9)"
     assert (nvml.gpu_count(fake), nvml.gpu_uuids(fake), nvml.busy_gpus(fake), nvml.driver_version(fake)) == (0, {}, None, None)
-    assert not fake.shut_down  # never started, so never shut down
+    assert fake.sessions == (0, 0)  # never started, so never shut down
 
 
 def test_a_hidden_gpu_is_left_out_not_raised() -> None:
@@ -74,4 +82,4 @@ def test_a_query_that_fails_still_shuts_down() -> None:
     fake = FakeNVML(nvl_quad())
     with pytest.raises(RuntimeError), nvml.session(fake):
         raise RuntimeError("a caller's bug")
-    assert fake.shut_down
+    assert fake.sessions == (1, 1)

@@ -19,7 +19,7 @@ from wirewise.versions import decode_nccl_version as _decode_nccl_version
 from tests.conftest import wirewise
 from tests.topology.common import fixture_text
 
-NOT_SUPPORTED, INVALID_ARGUMENT, NO_PERMISSION, DRIVER_NOT_LOADED = 3, 2, 4, 9
+UNINITIALIZED, NOT_SUPPORTED, INVALID_ARGUMENT, NO_PERMISSION, DRIVER_NOT_LOADED = 1, 3, 2, 4, 9
 GPU, SWITCH = 0, 2
 
 
@@ -30,7 +30,9 @@ class FakeNVMLError(Exception):
 
 
 class FakeNVML:
-    """The pynvml functions the probe calls, over a described machine. Handles are GPU indices."""
+    """The pynvml functions the probe calls, over a described machine. Handles are GPU indices.
+    It counts the nvmlInit calls that succeeded and the nvmlShutdown calls, and, as NVML does,
+    refuses a shutdown with none open (NVML_ERROR_UNINITIALIZED): each use must pair them."""
 
     NVMLError = FakeNVMLError
     NVML_NVLINK_MAX_LINKS = 18
@@ -40,14 +42,22 @@ class FakeNVML:
         self.ancestor = ancestor
         self.nvlink_supported = nvlink_supported
         self.init_error = init_error
-        self.shut_down = False
+        self.inits = self.shutdowns = 0
+
+    @property
+    def sessions(self) -> tuple[int, int]:
+        """(inits, shutdowns): equal once every use has shut NVML down."""
+        return self.inits, self.shutdowns
 
     def nvmlInit(self):
         if self.init_error is not None:
             raise FakeNVMLError(self.init_error)
+        self.inits += 1
 
     def nvmlShutdown(self):
-        self.shut_down = True
+        if self.shutdowns >= self.inits:
+            raise FakeNVMLError(UNINITIALIZED)
+        self.shutdowns += 1
 
     def nvmlDeviceGetCount(self):
         return len(self.gpus)
@@ -157,7 +167,7 @@ def test_nvswitch_box_gives_nv18_everywhere_and_switched() -> None:
     assert topo.details["versions"]["driver"] == "570.86.15" and topo.details["versions"]["cuda"] == "12.8"
     assert topo.details["source"] == "nvml" and topo.details["notes"] == []
     assert topo.bandwidth_gbs(0, 5) == 450.0
-    assert nvml.shut_down
+    assert nvml.sessions == (1, 1)  # one probe, one NVML session, shut down
 
 
 def test_direct_links_counted_per_peer_with_pcie_path_kept() -> None:
@@ -215,7 +225,7 @@ def test_no_driver_and_no_gpu_are_one_line_errors() -> None:
     nvml = FakeNVML([])
     with pytest.raises(UserError, match="NVML sees no GPU"):
         probe_node(nvml, never_run_smi)
-    assert nvml.shut_down
+    assert nvml.sessions == (1, 1)  # shut down on the way out of the error too
     gpus = nvl_quad()
     gpus[3]["hidden"] = True  # e.g. outside a job's device cgroup
     with pytest.raises(UserError, match=r"NVML cannot open GPU 3 \(NVML error 4\)"):

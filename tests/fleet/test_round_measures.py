@@ -1,0 +1,43 @@
+"""A round of pair tests read back from the store (wirewise.orchestrator.fleet.pairs): each
+test's figure (out of place where both forms were measured), the first line of a failed test's
+error, a test with no result said so; the campaign's results read once for the round, however
+many pairs it holds. The results are stored rows of a real SQLite store, as collect stores them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+
+def _row(task: str, pair: tuple[str, str], in_place: bool, busbw: float | None, status: str = "ok",
+         error: str | None = None) -> dict:
+    now = datetime.now(timezone.utc)
+    return dict(record_id=f"{task}-{in_place}", task_id=task, campaign="pairs-t", workload="collective", params={},
+                node=pair[0], node_count=2, nodes=list(pair), gpus=[0], gpu_count=1, status=status, error=error,
+                started_at=now, ended_at=now, versions={}, env={}, op="all_reduce", bytes=1 << 30, in_place=in_place,
+                busbw_gbs=busbw, extra={})
+
+
+def test_a_rounds_measures_read_the_campaign_once(tmp_path, monkeypatch):
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.fleet import pairs
+    from wirewise.orchestrator.store import Store, fleet
+    from wirewise.orchestrator.store.schema import RESULTS
+
+    store = Store(f"sqlite:///{tmp_path / 'wirewise.db'}")
+    round_ = [("a", "b"), ("c", "d"), ("e", "f")]
+    rows = [_row("t0", round_[0], True, 30.0), _row("t0", round_[0], False, 41.5),
+            _row("t1", round_[1], False, None, "failed", "NCCL error: unhandled system error\nmore lines")]
+    store.write(lambda session: session.execute(insert(RESULTS), rows))
+    reads = []
+    real = fleet.pair_results
+    monkeypatch.setattr(fleet, "pair_results", lambda *a, **k: reads.append(k) or real(*a, **k))
+    campaign = pairs._PairCampaign.__new__(pairs._PairCampaign)  # the store and name are all a read needs
+    campaign.store, campaign.name = store, "pairs-t"
+    campaign.spec = SimpleNamespace(workloads=[SimpleNamespace(collectives=SimpleNamespace(ops=["all_reduce"]))])
+    tasks = [SimpleNamespace(spec=SimpleNamespace(task_id=f"t{i}")) for i in range(3)]
+    found = campaign.measures(round_, tasks, {"t0": "done", "t1": "failed", "t2": "timeout"})
+    assert [(m.busbw_gbs, m.error) for m in found] == [
+        (41.5, None), (None, "NCCL error: unhandled system error"), (None, "the test ended timeout without a result")]
+    assert reads == [{"campaign": "pairs-t"}]
