@@ -34,6 +34,27 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+XDIST_GROUPS_BROKEN = (9, 2)  # pytest from which pytest-xdist 3.8 no longer groups (pytest-dev/pytest-xdist#1386)
+
+
+def pytest_configure(config) -> None:
+    """Under --dist loadgroup, xdist tells its scheduler a test's group by appending @GROUP to
+    the test's id, which pytest 9.2 no longer lets it do: a cluster's tests would then run on two
+    workers at once and fail in ways that say nothing of the cause. Refuse before running any."""
+    if getattr(config.option, "dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
+        if tuple(int(part) for part in pytest.__version__.split(".")[:2]) >= XDIST_GROUPS_BROKEN:
+            raise pytest.UsageError(f"pytest {pytest.__version__} breaks pytest-xdist's --dist loadgroup "
+                                    "(pytest-dev/pytest-xdist#1386): pip install 'pytest<9.2' (make test does)")
+
+
+def pytest_collection_finish(session) -> None:
+    """The same, seen on a worker: a grouped test whose id lacks its group stops the run."""
+    if getattr(session.config.option, "loadgroup", False):
+        for item in session.items:
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+                raise pytest.UsageError(f"pytest-xdist did not group {item.nodeid} (pytest-dev/pytest-xdist#1386)")
+
+
 def xdist_group(item) -> str | None:
     """A test cluster's group; else the fixture that is built once and shared (a session
     fixture: its name; a module or class one: its module), so that it is built on one worker
