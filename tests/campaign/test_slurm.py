@@ -82,20 +82,21 @@ def rows(db_url: str, sql: str) -> list[tuple]:
 
 
 def test_bundles_on_planned_gpus_split_arrays_and_resume_a_cancelled_element(tmp_path, slurm_cluster, db_url):
-    axes = {"gpus": [2, 4], "placement": ["packed", "spread", [3, 6]], "repeats": 3}
+    axes = {"gpus": [2, 4], "placement": ["packed", "spread", [3, 6]], "repeats": 2}
     report = submit(tmp_path, slurm_cluster, db_url, [{"collectives": QUICK}], axes, tasks_per_element=2)
-    assert report["tasks"] == 15 and report["bundles"] == 8
-    assert len(report["arrays"]) == 2  # 8 elements over MaxArraySize=4: two arrays, each numbered from 0
+    assert report["tasks"] == 10 and report["bundles"] == 5
+    assert len(report["arrays"]) == 2  # 5 elements over MaxArraySize=4: an array of 4, then one of 1
     plan = json.loads((tmp_path / "campaign" / "plan.json").read_text())
     planned = {t["task_id"]: t["gpus"] for t in plan["tasks"]}
 
-    # cancel the last element of the second array while it still waits for the node
-    last = f"{report['arrays'][1]}_3"
+    # cancel the second array's one element (a job of its own) while it still waits for the node
+    last = element_of("slurm-t", db_url, plan["tasks"][-1]["task_id"])
+    assert last.split("_")[0] == str(report["arrays"][1])
     subprocess.run(["scancel", last], check=True)
     done = watch("slurm-t", db_url)
     cancelled = {t["task_id"] for t in done["tasks"] if t["element"] == last}
-    assert len(cancelled) == 1  # 15 tasks in bundles of 2: the last element holds one
-    assert done["done"] and done["counts"] == {"ok": 14, "cancelled": 1}
+    assert len(cancelled) == 2  # 10 tasks in bundles of 2
+    assert done["done"] and done["counts"] == {"ok": 8, "cancelled": 2}
     assert {t["task_id"] for t in done["tasks"] if t["status"] == "cancelled"} == cancelled
 
     stored = rows(db_url, "SELECT task_id, gpus, env, campaign, extra FROM results")
@@ -110,9 +111,9 @@ def test_bundles_on_planned_gpus_split_arrays_and_resume_a_cancelled_element(tmp
     assert wirewise_json("campaign", "collect", "slurm-t", "--db", db_url)["new_records"] == 0
 
     resumed = wirewise_json("campaign", "resume", "slurm-t", "--db", db_url)
-    assert resumed["resubmitted"] == 1 and resumed["tasks"] == 1
+    assert resumed["resubmitted"] == 2 and resumed["tasks"] == 2 and resumed["bundles"] == 1  # one element again
     after = watch("slurm-t", db_url)
-    assert after["counts"] == {"ok": 15}
+    assert after["counts"] == {"ok": 10}
     assert {t["task_id"]: t["attempt"] for t in after["tasks"] if t["attempt"] == 2}.keys() == cancelled
     attempts = rows(db_url, "SELECT task_id, json_extract(extra, '$.attempt') FROM results")
     assert {task for task, attempt in attempts if attempt == 2} == cancelled
