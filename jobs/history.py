@@ -45,7 +45,8 @@ from wirewise.runs import RESULT_FILE, run_dir_name
 DEFAULT_WARMUP_STEPS = 2
 STORE_TIMEOUT_S = 120  # `wirewise collect` at the end of a job: a busy database is waited on this long
 STORE_DB_WAIT_S = "60"
-# accelerate's mixed_precision as a run's precision is named (wirewise.workloads.train)
+
+
 @dataclass(frozen=True)
 class RankFigures:
     """One rank's share, gathered to rank 0."""

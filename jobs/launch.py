@@ -389,14 +389,15 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         node = node_name(topo, spec.node if layout.node_rank == 0 else None)
         fingerprint = topo.fingerprint if topo else None
         if peers is not None:
-            peers.describe(topo.model_dump(mode="json") if topo else None, node=node, fingerprint=fingerprint)
+            peers.describe(node=node, fingerprint=fingerprint)
         group = RankGroup(spec, layout, run_dir)
         how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress), stop, peers)
         ended = Ended.of_group(how, group, run_dir)
         nodes, wirings = [(node, fingerprint)], []
         if peers is not None:
             status, error = _outcome(ended, run_dir, spec, stop, layout)
-            peers.end({"status": status, "error": error, **ended.report()})
+            peers.end({"status": status, "error": error, "topology": topo.model_dump(mode="json") if topo else None,
+                       **ended.report()})
             if layout.node_rank != 0:
                 return peers.path
             ended, others, wirings = _gather(peers, ended, spec, started, stop)

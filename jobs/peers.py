@@ -58,17 +58,15 @@ class Peers:
         self.seen: dict[int, tuple[str | None, float]] = {k: (None, now) for k in self.others}  # text, when it changed
         self.ended: dict[int, dict[str, Any]] = {}
         self.stopped = False  # this step was stopped (SIGTERM) while node 0 waited for the others
-        self.wiring: dict[str, Any] | None = None  # this node's, for its end report
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._write()
         self._beating = threading.Thread(target=self._beat, name="wirewise-peers", daemon=True)
         self._beating.start()
 
-    def describe(self, wiring: dict[str, Any] | None = None, **info: Any) -> None:
-        """What the others learn about this node: `info` (name, fingerprint) with every beat,
-        its `wiring` (a Topology as JSON; None: none) in its end report."""
-        self.wiring = wiring
+    def describe(self, **info: Any) -> None:
+        """What the others learn about this node with every beat: `info` (name, fingerprint).
+        Its wiring goes once, in its end report (end(report) with "topology")."""
         self._write(info)
 
     def end(self, report: dict[str, Any]) -> None:
@@ -76,7 +74,7 @@ class Peers:
         its wiring ("topology")."""
         self._stop.set()
         self._beating.join()
-        self._write({**report, "topology": self.wiring, "state": "ended"})
+        self._write({**report, "state": "ended"})
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):

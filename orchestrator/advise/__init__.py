@@ -38,7 +38,7 @@ def advise_placement(
     are more than `gpus` (the same set on several nodes); the set's measured history is then
     not used (it is by set shape on one node), and `busbw_gbs` is what the caller knows of the
     slowest wire (None: the network's is not known). `history`: the wiring's measured history
-    (placement.history.History) the caller's placement read already, else read here."""
+    (placement.history.History) the caller's placement read already; None: no measured advice."""
     check_choice(accounting, ACCOUNTINGS, "accounting")
     ranks = ranks or len(gpus)
     check_sizes(ranks, batch_size, seq_len)
@@ -46,11 +46,7 @@ def advise_placement(
     gpu_name = topo.gpu_model if topo is not None else None
     memory_gb, memory_source = card_memory(gpu_mem_gb, gpu_name)
     memory = memory_rows(shape, ranks, batch_size, accounting, memory_gb, store)
-    one_set = topo is not None and store is not None and ranks == len(gpus) > 1
-    if one_set and history is None:
-        from wirewise.orchestrator.placement.history import History
-
-        history = History(store, topo)
+    one_set = topo is not None and history is not None and ranks == len(gpus) > 1
     measured = _measured(history, gpus, shape, batch_size, busbw_gbs) if one_set else {}
     advice = advise(shape, ranks, memory, busbw_gbs, gpu_name, batch_size, **measured)
     return {**advice, "model": shape.name, "params": shape.params, "gpu_mem_gb": memory_gb, "gpu_mem_source": memory_source}

@@ -112,7 +112,7 @@ def err_console():
 
 # The options of the commands that decide for a new job (place, estimate, run, launch).
 TopologyFileOption = Annotated[
-    Path | None, typer.Option("--topology-file", "-f", help="A saved `nvidia-smi topo -m` of the node (default: this machine's, through NVML; with --node, its stored wiring).")
+    Path | None, typer.Option("--topology-file", "-f", help="A saved `nvidia-smi topo -m` of the node (default: this machine's, through NVML; for place and run --node, that node's stored wiring).")
 ]
 ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="A registry model (mistral-7b, ...) or a transformers config.json: what the advised strategy is sized for.")]
 BatchOption = Annotated[int, typer.Option("--batch-size", help="Micro-batch per GPU.")]

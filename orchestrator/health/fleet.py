@@ -102,7 +102,7 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
     by_node: dict[str, list[dict]] = defaultdict(list)
     for row in findings(store, names):
         by_node[row["node"]].append(row)
-    skipped = [{"node": n, "why": f"already {states[n].state} ({states[n].reason or 'no reason'})"}
+    skipped = [{"node": n, "why": f"already {states[n].unavailable} ({states[n].reason or 'no reason'})"}
                for n in sorted(by_node) if not states[n].available]
     candidates = [n for n in sorted(by_node) if states[n].available]
     wanted = sorted(({"node": n, "lead": most_severe([_as_finding(r) for r in by_node[n]])} for n in candidates),

@@ -124,7 +124,7 @@ def drain_here(store, rules: Rules, outcome: NodeOutcome, role: str, detail: str
         outcome.notes.append(f"{outcome.node}: Slurm does not know this node: nothing drained")
         return
     if not state.available:
-        outcome.notes.append(f"{outcome.node}: already {state.state} ({state.reason or 'no reason'}): left as it is")
+        outcome.notes.append(f"{outcome.node}: already {state.unavailable} ({state.reason or 'no reason'}): left as it is")
         return
     lead = most_severe(outcome.findings)
     [claim] = claim_drains(store, [{"node": outcome.node, "reason": lead.reason, "action": outcome.mode,

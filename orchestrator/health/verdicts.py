@@ -29,7 +29,7 @@ def keep_off(store, names: Iterable[str] | None = None, slurm_nodes: dict[str, S
     shown = states_if_slurm(wanted) if slurm_nodes is None else slurm_nodes
     for name, state in shown.items():  # no Slurm here: the findings still count
         if not state.available:
-            why[name] = f"{state.state} in Slurm ({state.reason or 'no reason'})"
+            why[name] = f"{state.unavailable} in Slurm ({state.reason or 'no reason'})"
     if store is not None:
         for row in findings(store, wanted):
             if row["gpus"] is None:

@@ -15,12 +15,12 @@ from wirewise.topology import Topology, read_topology
 def test_the_wiring_is_written_once_in_the_end_report(tmp_path):
     topo = read_topology(NVL_QUADS_NAMED)
     node1 = Peers(tmp_path, 1, 2, ("n0", "n1"))
-    node1.describe(topo.model_dump(mode="json"), node="n1", fingerprint=topo.fingerprint)
+    node1.describe(node="n1", fingerprint=topo.fingerprint)
     time.sleep(HEARTBEAT_S * 2.5)
     beat = json.loads(node1.path.read_text())
     assert beat["beat"] >= 1 and (beat["node"], beat["fingerprint"], beat["state"]) == ("n1", topo.fingerprint, "running")
     assert "topology" not in beat and node1.path.stat().st_size < 400
-    node1.end({"status": "ok", "error": None})
+    node1.end({"status": "ok", "error": None, "topology": topo.model_dump(mode="json")})
     node0 = Peers(tmp_path, 0, 2, ("n0", "n1"))
     [report] = node0.wait_for_ends(5.0, lambda: False).values()
     node0.end({"status": "ok", "error": None})
