@@ -77,28 +77,30 @@ def _draw(figure: Figure, path: Path) -> Path:
     height = max(panels_height, MARGIN["top"] + MARGIN["right"] + (legend.shape[0] / DPI if legend is not None else 0))
     fig, axes = _canvas(rows, columns, tuple(panel.kind for panel in figure.panels))
     fig.set_size_inches(width, height)
-    for ax, panel in zip(axes, figure.panels):
-        (_draw_bars if panel.kind == "bars" else _draw_lines)(ax, panel, entries)
-        ax.set_title(panel.title, fontsize=10, y=1.0)  # y given: no search for a place above the ticks
-        ax.set_xlabel(panel.xlabel)
-        ax.set_ylabel(panel.ylabel)
-    fig.suptitle(figure.title, y=1 - 0.15 / height, va="top")
-    fig.subplots_adjust(
-        left=MARGIN["left"] / width, right=1 - (MARGIN["right"] + legend_width) / width,
-        bottom=1 - (panels_height - MARGIN["bottom"]) / height, top=1 - MARGIN["top"] / height,
-        wspace=MARGIN["between_columns"] / (CELL[0] - MARGIN["between_columns"]),
-        hspace=MARGIN["between_rows"] / (CELL[1] - MARGIN["between_rows"]),
-    )
-    if legend is not None:
-        fig.figimage(legend, xo=round((width - MARGIN["right"]) * DPI) - legend.shape[1],
-                     yo=round((height - MARGIN["top"]) * DPI) - legend.shape[0], origin="upper")
-    _save_png(fig, path)
-    for image in fig.images[:]:  # the figure is reused: only its axes and titles stay
-        image.remove()
-    for ax in axes:
-        for artist in [*ax.collections, *ax.texts]:
-            artist.remove()
-        ax.ignore_existing_data_limits = True
+    try:
+        for ax, panel in zip(axes, figure.panels):
+            (_draw_bars if panel.kind == "bars" else _draw_lines)(ax, panel, entries)
+            ax.set_title(panel.title, fontsize=10, y=1.0)  # y given: no search for a place above the ticks
+            ax.set_xlabel(panel.xlabel)
+            ax.set_ylabel(panel.ylabel)
+        fig.suptitle(figure.title, y=1 - 0.15 / height, va="top")
+        fig.subplots_adjust(
+            left=MARGIN["left"] / width, right=1 - (MARGIN["right"] + legend_width) / width,
+            bottom=1 - (panels_height - MARGIN["bottom"]) / height, top=1 - MARGIN["top"] / height,
+            wspace=MARGIN["between_columns"] / (CELL[0] - MARGIN["between_columns"]),
+            hspace=MARGIN["between_rows"] / (CELL[1] - MARGIN["between_rows"]),
+        )
+        if legend is not None:
+            fig.figimage(legend, xo=round((width - MARGIN["right"]) * DPI) - legend.shape[1],
+                         yo=round((height - MARGIN["top"]) * DPI) - legend.shape[0], origin="upper")
+        _save_png(fig, path)
+    finally:  # the figure is reused, also after a failed save: only its axes and titles stay
+        for image in fig.images[:]:
+            image.remove()
+        for ax in axes:
+            for artist in [*ax.collections, *ax.texts]:
+                artist.remove()
+            ax.ignore_existing_data_limits = True
     return path
 
 
