@@ -131,11 +131,13 @@ def nesting(doc: Any, limit: int = MAX_NESTING) -> int:
     return deepest
 
 
-def too_deep(doc: Any, limit: int = MAX_NESTING) -> str | None:
-    """Why a parsed document is refused for its nesting, or None."""
-    if nesting(doc, limit) > limit:
-        return f"nested deeper than {limit} levels, the bound for a document"
-    return None
+def too_deep(doc: Any) -> str | None:
+    """Why a parsed document is refused for its nesting (past MAX_NESTING), or None."""
+    return TOO_DEEP if nesting(doc) > MAX_NESTING else None
+
+
+# One wording, whether the walk above or a parser's own depth limit (past ours) caught it.
+TOO_DEEP = f"nested deeper than {MAX_NESTING} levels, the bound for a document"
 
 
 def read_json(path: str | Path, what: str, max_bytes: int, fix: str) -> Any:
@@ -154,7 +156,7 @@ def read_json(path: str | Path, what: str, max_bytes: int, fix: str) -> Any:
     except OSError as exc:
         raise cannot_read(what, path, exc) from None
     except RecursionError:
-        problem = f"nested deeper than {MAX_NESTING} levels, the bound for a document"  # past too_deep's, surely
+        problem = TOO_DEEP
     except ValueError as exc:  # bad JSON or UTF-8
         raise UserError(f"{path}: not JSON ({str(exc).splitlines()[0]}); {fix}") from None
     if problem:

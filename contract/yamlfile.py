@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.errors import UserError
-from wirewise.limits import MAX_NESTING, MAX_SPEC_BYTES, cannot_read, read_bounded, too_deep
+from wirewise.limits import MAX_SPEC_BYTES, TOO_DEEP, cannot_read, read_bounded, too_deep
 
 
 def read_yaml(path: str | Path, what: str) -> Any:
@@ -18,7 +18,7 @@ def read_yaml(path: str | Path, what: str) -> Any:
     import yaml
 
     path = Path(path)
-    deep = f"{path}: nested deeper than {MAX_NESTING} levels, the bound for a {what}"
+    deep = f"{path}: {TOO_DEEP}"
     try:
         text = read_bounded(path, MAX_SPEC_BYTES).decode("utf-8")
         # libyaml's parser where PyYAML has it (4x faster on a long spec), safe either way
