@@ -90,28 +90,30 @@ def placement_for(
     kept_off = nodes_measured(store, [node]).avoid.get(node) if node else None
     warnings = [f"warning: --node {node} is one placement avoids: {kept_off}"] if kept_off else []
     result = {"node": label, **place_on(topo, k, parse_policy(policy), free_list, free_source, store,
-                                        node or (label if live else None), warnings,
-                                        model, batch_size, seq_len, accounting, gpu_mem_gb)}
+                                        node or (label if live else None), notes=warnings, model=model,
+                                        batch_size=batch_size, seq_len=seq_len, accounting=accounting,
+                                        gpu_mem_gb=gpu_mem_gb)}
     result.update(gpu_model=topo.gpu_model, gpu_model_source=model_source)
     result["reasons"].insert(1, f"GPU model {topo.gpu_model} (from {model_source}): {hardware.rates_text(topo.gpu_model)}")
     return result
 
 
-def place_on(topo: Topology, k: int | None, policy, free: list[int], free_source: str, store, node: str | None,
-             notes: list[str], model: str | None, *advice_options) -> dict:
+def place_on(topo: Topology, k: int | None, policy, free: list[int], free_source: str, store, node: str | None, *,
+             notes: list[str] = (), model: str | None = None, batch_size: int = 1, seq_len: int | None = None,
+             accounting: str = "article", gpu_mem_gb: float | None = None) -> dict:
     """What `place` and `run` both answer: the placement of `k` of the `free` GPUs by `policy`,
     less those an open finding names on `node`, its reasons (then `notes`), and given a model
-    the advised strategy (add_advice, `advice_options` its batch size, sequence length,
-    accounting and GPU memory)."""
+    the advised strategy for that batch size, sequence length, accounting and GPU memory
+    (add_advice)."""
     from wirewise.orchestrator.placement.history import History
     from wirewise.orchestrator.placement.place import place
 
     free, left_out = without_flagged_gpus(store, node, free)
     history = History(store, topo) if store is not None else None  # read once, for placement and advice
     result = place(topo, k, policy, free, history, free_source)
-    result["reasons"] += left_out + notes
+    result["reasons"] += [*left_out, *notes]
     if model:
-        add_advice(result, topo, model, store, *advice_options, history=history)
+        add_advice(result, topo, model, store, batch_size, seq_len, accounting, gpu_mem_gb, history=history)
     return result
 
 

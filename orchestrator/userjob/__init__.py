@@ -48,8 +48,8 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
     )
-    placement = place_on(topo, request.gpus, "packed", free_list, free_source, store, node, [],
-                         request.model, 1, None, "article", gpu_mem_gb)
+    placement = place_on(topo, request.gpus, "packed", free_list, free_source, store, node, model=request.model,
+                         gpu_mem_gb=gpu_mem_gb)
     avoid, warnings = nodes_to_avoid(request, store)
     result = submit_command(request, topo, placement, placement.get("strategy"), store, avoid)
     result["warnings"] = warnings + result["warnings"]
