@@ -67,3 +67,13 @@ def test_drains_claimed_at_once_stay_within_the_limits(database, tmp_path, reque
     for p in procs:
         p.join(timeout=60)
     assert said == ["claimed"] * 2 + ["held"] * 6
+
+
+def test_placement_is_told_why_slurm_takes_no_job_on_a_node():
+    """keep_off with the nodes as sinfo showed them (no store): an idle node that does not answer
+    is 'not responding', a drained one 'drained' with its reason; a healthy idle one is not kept off."""
+    from wirewise.orchestrator.health.verdicts import keep_off
+
+    shown = parse_sinfo(sinfo(("a", "gpu*", "idle*", "none"), ("b", "gpu*", "drained", "PSU swap"), ("c", "gpu*", "idle", "none")))
+    assert keep_off(None, ["a", "b", "c"], slurm_nodes=shown) == {
+        "a": "not responding in Slurm (no reason)", "b": "drained in Slurm (PSU swap)"}
