@@ -53,6 +53,8 @@ class Budget:
         self.rails = rails
         self.states = states
         self.members = partition_nodes(states)
+        # what Slurm shows unavailable per partition: the states do not change while the budget is asked
+        self.unavailable = {p: {n for n in members if not states[n].available} for p, members in self.members.items()}
         self.beyond = beyond
         self.passed_beyond: list[str] = []
 
@@ -66,7 +68,7 @@ class Budget:
             return (f"guardrail max_per_hour: wirewise drained {drained_last_hour} node(s) in the last hour "
                     f"(at most {self.rails.max_per_hour})")
         for partition, members in self.partitions(node):
-            out = {n for n in members if not self.states[n].available} | (claimed & set(members))
+            out = self.unavailable[partition] | (claimed & set(members))
             limit = share_limit(len(members), self.rails)
             if len(out | {node}) > limit:
                 return (f"guardrail max_share: partition {partition} has {len(out)} of {len(members)} node(s) unavailable "
