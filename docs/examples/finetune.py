@@ -22,6 +22,7 @@ losses and the result file (the test suite checks them against the launch).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 
@@ -84,7 +85,11 @@ def main() -> None:
                     "result_file": str(callback.result_file) if callback.result_file else None}
             with open(args.report, "w") as fh:
                 json.dump(seen, fh, indent=1)
-    if torch.distributed.is_initialized():  # every rank ends together: gloo aborts a rank whose peers left first
+    # DDP ranks can abort at exit while the reducer lives on into interpreter teardown
+    # (docs/facts.md): free the Trainer's model first, then end every rank together.
+    del trainer, model
+    gc.collect()
+    if torch.distributed.is_initialized():
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
