@@ -21,14 +21,18 @@ EXTENSIONS_DIR = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".
 QUICK = ("--nproc", "2", "--batch-size", "4", "--seq-len", "32", "--steps", "2", "--warmup-steps", "1", "--lr", "1e-3")
 
 
-@pytest.fixture
-def train_env(tmp_path: Path) -> dict[str, str]:
-    """Run folders in tmp, the shared extension cache, and offline Hugging Face."""
+def train_environment(folder: Path) -> dict[str, str]:
+    """Run folders under `folder`, the shared extension cache, and offline Hugging Face."""
     return {
-        "WIREWISE_RUNS": str(tmp_path / "runs"),
+        "WIREWISE_RUNS": str(folder / "runs"),
         "TORCH_EXTENSIONS_DIR": str(EXTENSIONS_DIR),
         "HF_HUB_OFFLINE": "1",
     }
+
+
+@pytest.fixture
+def train_env(tmp_path: Path) -> dict[str, str]:
+    return train_environment(tmp_path)
 
 
 def bench_train(*args: str, env: dict[str, str], db: str, timeout: float = 600):

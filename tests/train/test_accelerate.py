@@ -62,9 +62,11 @@ def test_accelerate_engine_runs_ddp_on_cpu_ranks(tmp_path):
     rendered = yaml.safe_load((tmp_path / "run" / "accelerate.yaml").read_text())
     assert rendered["distributed_type"] == "MULTI_GPU" and rendered["num_processes"] == 2
     # the same inventory as native DDP: full fp32 params and grads, two Adam moments
-    # tiny-mistral has 139,584 parameters (counted by hand in tests/train/test_strategies.py): fp32
-    # weights and gradients of 558,336 B each, Adam's two fp32 moments (1,116,672 B) and its 21
-    # fp32 step counters (84 B), per rank
+    # tiny-mistral, counted by hand from its config (vocab 512, hidden 64, MLP 128, 2 layers, 4
+    # heads, 2 KV heads, untied head): embeddings 32,768 + head 32,768 + 2 x 36,992 per layer +
+    # norm 64 = 139,584 parameters; fp32 weights and gradients of 558,336 B each, Adam's two
+    # fp32 moments (1,116,672 B) and its 21 fp32 step counters (2 x 9 per layer, embeddings,
+    # head, norm: 84 B), per rank
     assert extra["n_params"] == 139_584
     assert extra["param_bytes"] == [558_336] * 2 and extra["grad_bytes"] == [558_336] * 2
     assert extra["optimizer_bytes"] == [1_116_756] * 2

@@ -1,4 +1,12 @@
-"""Every strategy trains both tiny models; the sharding dial shows in what each rank holds."""
+"""Every strategy trains a Mistral-style model and the image model; the sharding dial shows in
+what each rank holds.
+
+Each run is two real rank processes (gloo), and each pays ~5 s of CPU importing torch and
+transformers: the Mistral-style runs are made once per module (mistral_run) and read by both
+the falling-loss and the dial test. The image model trains with ddp, zero3 and fsdp, the
+strategies whose wrapping depends on the model (ZeRO-3 gathers parameters module by module,
+FSDP wraps its layer class); ZeRO-1/2 shard optimizer state and gradients the same way for
+any model."""
 
 from __future__ import annotations
 
@@ -8,47 +16,16 @@ from pathlib import Path
 import pytest
 
 from wirewise import registry
-from tests.train.conftest import QUICK, bench_train
+from tests.train.conftest import QUICK, bench_train, train_environment
 
 pytestmark = pytest.mark.slow
 
 MIB = 2**20
 STRATEGIES = tuple(registry.STRATEGIES.built_in)
-
-
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("model", ["tiny-mistral", "tiny-dinov2"])
-def test_strategy_trains_with_falling_loss(model, strategy, train_env, db_url):
-    code, record, err = bench_train("--model", model, "--strategy", strategy, *QUICK, env=train_env, db=db_url)
-    assert code == 0 and record, err
-    assert record["status"] == "ok", record["error"]
-    assert (record["model"], record["strategy"], record["world_size"]) == (model, strategy, 2)
-    losses = record["extra"]["losses"]
-    assert len(losses) == 3 and losses[-1] < losses[0], losses
-    assert record["step_time_s"] > 0 and record["samples_per_s"] == pytest.approx(8 / record["step_time_s"])
-    if model == "tiny-mistral":
-        assert record["tokens_per_s"] == pytest.approx(8 * 32 / record["step_time_s"])
-    else:
-        assert record["tokens_per_s"] is None  # a classifier reports samples/s only
-    for key in ("peak_mem_bytes", "model_state_bytes"):
-        assert len(record[key]) == 2 and all(v > 0 for v in record[key]), key
-    extra = record["extra"]
-    if (model, strategy) == ("tiny-mistral", "ddp"):
-        # Counted by hand from the config (vocab 512, hidden 64, MLP 128, 2 layers, 4 heads, 2 KV
-        # heads, untied head): embeddings 32,768 + head 32,768 + 2 x 36,992 per layer + norm 64
-        # = 139,584 parameters; fp32 on CPU: 558,336 B of weights, as many of gradients, and
-        # 1,116,672 B of Adam moments on every rank, plus Adam's step counter, one fp32 scalar per
-        # parameter tensor (21: 2 x 9 per layer, embeddings, head, norm), 84 B.
-        assert extra["n_params"] == 139_584
-        assert extra["param_bytes"] == [558_336] * 2 and extra["grad_bytes"] == [558_336] * 2
-        assert extra["optimizer_bytes"] == [1_116_756] * 2
-        assert record["model_state_bytes"] == [2_233_428] * 2
-    assert extra["precision"] == "fp32" and record["mfu"] is None  # CPU: fp32, no MFU
-    assert record["versions"]["torch"]
-
+IMAGE_STRATEGIES = ("ddp", "zero3", "fsdp")
 
 # A Mistral-style config whose states dwarf DeepSpeed's buckets and the gradients still waiting
-# to be reduced: 12.3M parameters, of which embeddings and head are 0.3M.
+# to be reduced, so the dial shows: 12.3M parameters, of which embeddings and head are 0.3M.
 DIAL_CONFIG = dict(
     model_type="mistral", architectures=["MistralForCausalLM"], vocab_size=256, hidden_size=512,
     intermediate_size=1536, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
@@ -56,18 +33,70 @@ DIAL_CONFIG = dict(
 )
 
 
-def test_sharding_dial_orders_what_each_rank_holds(tmp_path: Path, train_env, db_url):
+@pytest.fixture(scope="module")
+def mistral_run(tmp_path_factory):
+    """strategy -> (exit code, record, stderr) of QUICK training of DIAL_CONFIG, each run once."""
+    folder = tmp_path_factory.mktemp("strategies")
+    config = folder / "config.json"
+    config.write_text(json.dumps(DIAL_CONFIG))
+    runs: dict[str, tuple] = {}
+
+    def run(strategy: str):
+        if strategy not in runs:
+            runs[strategy] = bench_train("--model", str(config), "--strategy", strategy, *QUICK,
+                                         env=train_environment(folder), db=f"sqlite:///{folder / 'wirewise.db'}")
+        return runs[strategy]
+
+    run.config = str(config)
+    return run
+
+
+def check_trained(code, record, err, model: str, strategy: str) -> None:
+    assert code == 0 and record, err
+    assert record["status"] == "ok", record["error"]
+    assert (record["model"], record["strategy"], record["world_size"]) == (model, strategy, 2)
+    losses = record["extra"]["losses"]
+    assert len(losses) == 3 and losses[-1] < losses[0], losses
+    assert record["step_time_s"] > 0 and record["samples_per_s"] == pytest.approx(8 / record["step_time_s"])
+    for key in ("peak_mem_bytes", "model_state_bytes"):
+        assert len(record[key]) == 2 and all(v > 0 for v in record[key]), key
+    assert record["extra"]["precision"] == "fp32" and record["mfu"] is None  # CPU: fp32, no MFU
+    assert record["versions"]["torch"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_strategy_trains_a_language_model_with_falling_loss(strategy, mistral_run):
+    code, record, err = mistral_run(strategy)
+    check_trained(code, record, err, mistral_run.config, strategy)
+    assert record["tokens_per_s"] == pytest.approx(8 * 32 / record["step_time_s"])
+    if strategy == "ddp":
+        # Counted by hand from DIAL_CONFIG (vocab 256, hidden 512, MLP 1536, 4 layers, 8 heads of
+        # 64, 2 KV heads, untied head): per layer q 262,144 + k 65,536 + v 65,536 + o 262,144 +
+        # gate/up/down 3 x 786,432 + 2 norms 1,024 = 3,015,680; x 4 + embeddings 131,072 + head
+        # 131,072 + norm 512 = 12,325,376 parameters. fp32 on CPU: 49,301,504 B of weights, as
+        # many of gradients, and twice that of Adam moments on every rank, plus Adam's step
+        # counter, one fp32 scalar per parameter tensor (39: 9 per layer, embeddings, head, norm), 156 B.
+        extra = record["extra"]
+        assert extra["n_params"] == 12_325_376
+        assert extra["param_bytes"] == [49_301_504] * 2 and extra["grad_bytes"] == [49_301_504] * 2
+        assert extra["optimizer_bytes"] == [98_603_164] * 2
+        assert record["model_state_bytes"] == [197_206_172] * 2
+
+
+@pytest.mark.parametrize("strategy", IMAGE_STRATEGIES)
+def test_strategy_trains_the_image_model_with_falling_loss(strategy, train_env, db_url):
+    code, record, err = bench_train("--model", "tiny-dinov2", "--strategy", strategy, *QUICK, env=train_env, db=db_url)
+    check_trained(code, record, err, "tiny-dinov2", strategy)
+    assert record["tokens_per_s"] is None  # a classifier reports samples/s only
+
+
+def test_sharding_dial_orders_what_each_rank_holds(mistral_run):
     """ddp > zero1 > zero2 > zero3 ~ fsdp in model-state bytes per rank, and each stop sheds what
     its descriptor claims: ZeRO-1 the optimizer state, ZeRO-2 also gradients, ZeRO-3/FSDP also
     parameters."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(DIAL_CONFIG))
     held = {}
     for strategy in STRATEGIES:
-        code, record, err = bench_train(
-            "--model", str(config), "--strategy", strategy, "--nproc", "2", "--batch-size", "2", "--seq-len", "16",
-            "--steps", "1", "--warmup-steps", "1", env=train_env, db=db_url,
-        )
+        code, record, err = mistral_run(strategy)
         assert code == 0 and record["status"] == "ok", err
         extra = record["extra"]
         held[strategy] = [
