@@ -22,8 +22,7 @@ import os
 import socket
 
 from wirewise.orchestrator.health.rules import Guardrails
-from wirewise.orchestrator.slurm.nodes import SlurmNode
-from wirewise.orchestrator.slurm.states import partition_nodes
+from wirewise.orchestrator.slurm.nodes import SlurmNode, partition_nodes
 
 
 def asked_by(role: str | None = None) -> str:
