@@ -68,8 +68,7 @@ def nodes_to_avoid(request: RunRequest, store) -> tuple[dict[str, str], list[str
     from wirewise.orchestrator.slurm.nodes import states_if_slurm
 
     if request.node:
-        avoid = nodes_measured(store, slurm_nodes=states_if_slurm([request.node])).avoid
-        why = avoid.get(request.node)
+        why = nodes_measured(store, [request.node], slurm_nodes=states_if_slurm([request.node])).avoid.get(request.node)
         return {}, [f"--node {request.node} is one placement avoids: {why}"] if why else []
     known = states_if_slurm(partition=request.partition)
     avoid = nodes_measured(store, slurm_nodes=known).avoid
