@@ -90,10 +90,11 @@ def local_config_path(name: str) -> Path | None:
     return None
 
 
-def check_model_name(name: str) -> None:
-    """Raise ValueError with a one-line reason unless `name` is a registry name or a usable config."""
+def check_model_name(name: str) -> dict[str, Any]:
+    """The config of a registry name (its family as model_type) or of a usable local config,
+    read once for the caller to use; ValueError with a one-line reason for anything else."""
     if name in MODELS:
-        return
+        return {"model_type": MODELS[name].family, **MODELS[name].config}
     path = local_config_path(name)
     if path is None:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODELS)}, or a config file / model folder")
@@ -103,6 +104,7 @@ def check_model_name(name: str) -> None:
         raise ValueError(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("model_type"), str):
         raise ValueError(f"model config {str(path)!r} has no \"model_type\": is it a transformers config.json?")
+    return doc
 
 
 def read_config(path: Path) -> Any:

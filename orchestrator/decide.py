@@ -100,16 +100,18 @@ def placement_for(
 
 def place_on(topo: Topology, k: int | None, policy, free: list[int], free_source: str, store, node: str | None, *,
              notes: list[str] = (), model: str | None = None, batch_size: int = 1, seq_len: int | None = None,
-             accounting: str = "article", gpu_mem_gb: float | None = None) -> dict:
+             accounting: str = "article", gpu_mem_gb: float | None = None, history=None) -> dict:
     """What `place` and `run` both answer: the placement of `k` of the `free` GPUs by `policy`,
     less those an open finding names on `node`, its reasons (then `notes`), and given a model
     the advised strategy for that batch size, sequence length, accounting and GPU memory
-    (add_advice)."""
+    (add_advice). `history`: the command's History of the wiring, where it has one (else one
+    is built here)."""
     from wirewise.orchestrator.placement.history import History
     from wirewise.orchestrator.placement.place import place
 
     free, left_out = without_flagged_gpus(store, node, free)
-    history = History(store, topo) if store is not None else None  # read once, for placement and advice
+    if history is None and store is not None:
+        history = History(store, topo)  # read once, for placement and advice
     result = place(topo, k, policy, free, history, free_source)
     result["reasons"] += [*left_out, *notes]
     if model:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wirewise.errors import UserError
-from wirewise.models import DEFAULT_SEQ_LEN, MODELS, check_model_name, local_config_path, read_config
+from wirewise.models import DEFAULT_SEQ_LEN, MODELS, check_model_name
 
 # Families whose count the arithmetic below knows (decoder LMs of the Llama shape, and DINOv2),
 # and the config keys it reads as sizes.
@@ -39,15 +39,11 @@ class ModelShape:
 def model_shape(name: str, seq_len: int | None = None) -> ModelShape:
     """The shape of a registry model or local transformers config; UserError for anything else."""
     try:
-        check_model_name(name)
+        config = check_model_name(name)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    if name in MODELS:
-        entry = MODELS[name]
-        config, kind, default_seq = {"model_type": entry.family, **entry.config}, entry.kind, entry.default_seq_len
-    else:
-        config = read_config(local_config_path(name))  # check_model_name read it
-        kind, default_seq = None, DEFAULT_SEQ_LEN
+    entry = MODELS.get(name)
+    kind, default_seq = (entry.kind, entry.default_seq_len) if entry else (None, DEFAULT_SEQ_LEN)
     family = config["model_type"]
     if family not in LLAMA_LIKE and family != "dinov2":
         return _meta_shape(name, config, kind, seq_len or default_seq)

@@ -123,9 +123,7 @@ def submit_spec(store, spec: CampaignSpec, plan: Plan, executor: str, on_task=No
     cannot be claimed (not empty, another campaign's, not creatable) or the executor refuses the
     submission, nothing stays recorded or written: the same spec can be submitted again once
     its target is fixed."""
-    from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
     from wirewise.orchestrator.executor.core import SubmissionRefused
-    from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
 
     if not plan.tasks:
         raise UserError(f"campaign {spec.name!r} has no task to run: {_why_none(plan)} (see `campaign plan`)")
@@ -133,20 +131,39 @@ def submit_spec(store, spec: CampaignSpec, plan: Plan, executor: str, on_task=No
     root = campaign_folder(spec)
     submission = submission_for(spec, gpus, [(t.spec.task_id, 1) for t in plan.tasks], executor, root,
                                 pins=plan.pins(spec.target.partition))
-    doc = spec.model_dump(mode="json", exclude_unset=True)
-    create_campaign(store, spec.name, doc, str(root), executor, plan.tasks)
-    try:
-        made_root = write_campaign(root, spec.name, doc, plan.to_json(), [task.spec for task in plan.tasks])
-    except BaseException:
-        forget_campaign(store, spec.name)
-        raise
+    made_root = record_campaign(store, spec, root, executor, plan.to_json(), plan.tasks)
     try:
         report = dispatch(store, spec.name, submission, root, executor, on_task)
         return {**report, "left_out": _listed(plan.left_out)} if plan.left_out else report
     except SubmissionRefused as exc:
-        forget_campaign(store, spec.name)
-        CampaignFolder(root).remove_written([t.spec.task_id for t in plan.tasks], whole=made_root)
+        unrecord_campaign(store, spec.name, root, [t.spec.task_id for t in plan.tasks], made_root)
         raise UserError(f"campaign {spec.name}: {exc}; {REFUSED_CAMPAIGN}. Nothing was recorded") from None
+
+
+def record_campaign(store, spec: CampaignSpec, root: Path, executor: str, plan_doc: dict[str, Any], tasks) -> bool:
+    """Record a campaign and its planned tasks, then claim and write its folder (so a name taken
+    is said first); returns whether the folder was made for it. When the folder cannot be
+    claimed (not empty, another campaign's, not creatable) nothing stays recorded."""
+    from wirewise.orchestrator.campaign.folder import write_campaign
+    from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
+
+    doc = spec.model_dump(mode="json", exclude_unset=True)
+    create_campaign(store, spec.name, doc, str(root), executor, tasks)
+    try:
+        return write_campaign(root, spec.name, doc, plan_doc, [task.spec for task in tasks])
+    except BaseException:
+        forget_campaign(store, spec.name)
+        raise
+
+
+def unrecord_campaign(store, name: str, root: Path, task_ids: list[str], made_root: bool) -> None:
+    """Undo record_campaign for a submission that did not go out: the record and its tasks' rows,
+    and what was written in the folder (all of it, when it was made for the campaign)."""
+    from wirewise.orchestrator.campaign.folder import CampaignFolder
+    from wirewise.orchestrator.store.campaigns import forget_campaign
+
+    forget_campaign(store, name)
+    CampaignFolder(root).remove_written(task_ids, whole=made_root)
 
 
 def _why_none(plan) -> str:

@@ -126,10 +126,8 @@ class _PairCampaign:
     @classmethod
     def start(cls, store, scope: Scope, nodes: list[Node], test: PairTest, name: str, executor: str,
               reservation: str | None = None) -> _PairCampaign:
-        from wirewise.orchestrator.campaign import campaign_folder
-        from wirewise.orchestrator.campaign.folder import write_campaign
+        from wirewise.orchestrator.campaign import campaign_folder, record_campaign
         from wirewise.orchestrator.campaign.spec import parse_spec
-        from wirewise.orchestrator.store.campaigns import create_campaign, forget_campaign
 
         backend = test.backend or ("nccl" if all(n.gpus for n in nodes) else "gloo")
         ranks = test.gpus or (min(n.gpus for n in nodes) if backend == "nccl" else 1)
@@ -144,13 +142,8 @@ class _PairCampaign:
         spec = parse_spec(doc, "fleet pairs")
         root = campaign_folder(spec)
         campaign = cls(store, spec, root, {n.name: n for n in nodes}, executor, ranks, backend)
-        spec_doc = spec.model_dump(mode="json", exclude_unset=True)
-        create_campaign(store, spec.name, spec_doc, str(root), executor, [])
-        try:  # the folder guarded as every campaign's is: new or empty, else nothing stays recorded
-            campaign.made_root = write_campaign(root, spec.name, spec_doc, campaign._plan(), [])
-        except BaseException:
-            forget_campaign(store, spec.name)
-            raise
+        # the folder guarded as every campaign's is: new or empty, else nothing stays recorded
+        campaign.made_root = record_campaign(store, spec, root, executor, campaign._plan(), [])
         return campaign
 
     def run_round(self, pairs: list[Pair]) -> list[Measure]:
@@ -231,11 +224,9 @@ class _PairCampaign:
         return Measure(pair, None, error.splitlines()[0][:300])
 
     def _forget(self) -> None:
-        from wirewise.orchestrator.campaign.folder import CampaignFolder
-        from wirewise.orchestrator.store.campaigns import forget_campaign
+        from wirewise.orchestrator.campaign import unrecord_campaign
 
-        forget_campaign(self.store, self.name)
-        CampaignFolder(self.root).remove_written([t.spec.task_id for t in self.tasks], whole=self.made_root)
+        unrecord_campaign(self.store, self.name, self.root, [t.spec.task_id for t in self.tasks], self.made_root)
 
     def cancel(self) -> None:
         from wirewise.orchestrator.campaign import cancel_campaign

@@ -22,19 +22,23 @@ from wirewise.orchestrator.placement.nodes import Measured
 
 def pair_standing(store, nodes: Iterable[str] | None, tolerance: float) -> Measured:
     """The standing of `nodes` (None: every node tested), judged at `tolerance` (the rules'
-    pair-below-fleet tolerance, as `fleet pairs` judges by default)."""
+    pair-below-fleet tolerance, as `fleet pairs` judges by default). Each campaign that tested
+    any of them is judged whole: a node judged on its own pairs alone is its own reference (a
+    slow node, slow in every pair, would pass)."""
     from wirewise.orchestrator.store.fleet import pair_results
 
     measured = Measured()
     if store is None:
         return measured
-    results = pair_results(store, nodes=nodes)  # newest first
+    wanted = None if nodes is None else set(nodes)
     campaigns: dict[str | None, list] = {}
-    for result in results:
+    for result in pair_results(store):  # newest first
         campaigns.setdefault(result.campaign, []).append(result)
     decided: set[str] = set()
     for campaign, rows in campaigns.items():  # newest campaign first
         tested = {n for row in rows for n in row.nodes}
+        if wanted is not None and not tested & wanted:
+            continue
         for (op, device, size), measures in _cases(rows).items():
             names = sorted({n for m in measures for n in m.nodes})
             verdict = judge(names, measures, tolerance)

@@ -21,7 +21,7 @@ wirewise's in the trail) is never touched.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from wirewise.errors import UserError
@@ -95,7 +95,7 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
                 beyond: int = 0, timeout_s: float = 900.0, rules_file: str | None = None) -> dict[str, Any]:
     from wirewise.orchestrator.health.guard import Budget, asked_by
     from wirewise.orchestrator.health.node import most_severe
-    from wirewise.orchestrator.store.health import CLAIMED, DRAINED, DRAINING_ACTIONS, actions, findings
+    from wirewise.orchestrator.store.health import drain_budget, findings
 
     states = _states(partition, nodes)
     names = sorted(nodes or states)
@@ -113,17 +113,11 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
     budget = Budget(rules.guardrails, states, beyond)
     report: dict[str, Any] = {"apply": apply, "drained": [], "not_confirmed": [], "not_measured": [], "held": [],
                               "skipped": skipped, "guardrails": rules.guardrails.model_dump(), "stopped": None}
-    if not apply:
-        hour = len(actions(store, since=datetime.now(timezone.utc) - timedelta(hours=1), kinds=DRAINING_ACTIONS,
-                           outcomes=(CLAIMED, DRAINED)))
-        claimed: set[str] = set()
-        for w in wanted:
-            why = budget(w["node"], hour, claimed)
+    if not apply:  # the claim's own answer, claiming nothing
+        for w, why in zip(wanted, drain_budget(store, [w["node"] for w in wanted], budget)):
             item = {"node": w["node"], "reason": w["reason"], "findings": w["evidence"]["findings"],
                     "confirm_by": _confirm_by(by_node[w["node"]])}
             if why is None:
-                hour += 1
-                claimed.add(w["node"])
                 report.setdefault("would_drain", []).append(item)
             else:
                 report["held"].append({**item, "why": why})

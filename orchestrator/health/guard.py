@@ -22,8 +22,7 @@ import os
 import socket
 
 from wirewise.orchestrator.health.rules import Guardrails
-from wirewise.orchestrator.slurm.nodes import SlurmNode
-from wirewise.orchestrator.slurm.states import partition_nodes
+from wirewise.orchestrator.slurm.nodes import SlurmNode, partition_nodes
 
 
 def asked_by(role: str | None = None) -> str:
@@ -46,8 +45,9 @@ def share_limit(size: int, rails: Guardrails) -> int:
 
 class Budget:
     """Whether one more node may be drained now: the store calls it once per wanted drain,
-    inside the claiming transaction, with the drains of the last hour and the nodes claimed
-    lately (drains Slurm may not show yet). `beyond` extra drains may pass the limits."""
+    inside the claiming transaction (and a dry run, through store.health.drain_budget), with
+    the drains of the last hour and the nodes claimed lately (drains Slurm may not show yet).
+    `beyond` extra drains may pass the limits."""
 
     def __init__(self, rails: Guardrails, states: dict[str, SlurmNode], beyond: int = 0) -> None:
         self.rails = rails

@@ -135,8 +135,8 @@ def _short(value: str) -> str:
 # -- one fact per row ---------------------------------------------------------------
 def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
     """Every stored row that matches, in id order, as a dict of what reports use: the row's
-    fields (store.results.ROW_FIELDS), with the derived ones (gpus: GPUs or, for CPU ranks,
-    ranks; device: gpu or cpu; placement; peak_mem_bytes: the largest rank's)."""
+    fields (store.results.ROW_FIELDS: gpus and device derived there, by the SQL results groups
+    by), with the placement derived and peak_mem_bytes the largest rank's."""
     groups = GroupLookup(store)
     found = [_fact(row, groups) for row in result_rows(store, filters)]
     if filters.placement is not None:
@@ -147,8 +147,6 @@ def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
 def _fact(fact: dict[str, Any], groups: GroupLookup) -> dict[str, Any]:
     """One row (store.results.result_rows) made a fact, in place."""
     gpu_list = fact.pop("gpu_list")
-    fact["device"] = "cpu" if fact["gpu_count"] == 0 else "gpu"
-    fact["gpus"] = None if fact["gpu_count"] is None else fact["gpu_count"] or fact["world_size"] or 0
     fact["placement"] = groups.placement(
         fact.pop("recorded_placement"), fact["node"], fact["fingerprint"], fact["gpu_count"], gpu_list,
     )

@@ -9,6 +9,7 @@ the text, so tests feed them the formats seen on clusters.
     hostnames("gpu[01-04]")  submitit's node-list parser, bounded before it expands
     slurm_nodes(partition, nodelist)   `sinfo -N`: each node's state with its flag, drain reason
                              (who set it, when), GPUs, features, partitions (SlurmNode)
+    partition_nodes(nodes)   partition -> its nodes, from slurm_nodes()
     states_if_slurm(nodes)   the same, or {} where there is no Slurm to ask
     select_nodes(partition, nodelist, constraint)   the nodes a scope names, bad names refused
 """
@@ -164,22 +165,26 @@ class SlurmNode:
 
     @property
     def unavailable(self) -> str | None:
-        """Why no new job should go there ('down', 'drained', 'not responding', ...); None: usable."""
-        return unavailable(self.state + ("" if self.responding else "*"))
+        """Why no new job should go there ('down', 'drained', 'not responding', ...); None: usable.
+        The one rule for every reader of node states (scopes, placement, the health loop)."""
+        words = re.split(r"[+~#!%$@^-]", self.state)
+        reason = next((word for word in words if word.startswith(_NO_NEW_JOBS)), None)
+        if not self.responding:
+            return f"{reason}, not responding" if reason else "not responding"
+        return reason
 
     @property
     def available(self) -> bool:
         return self.unavailable is None
 
 
-def unavailable(state: str) -> str | None:
-    """Why a node in this sinfo state (%T, flags included) takes no new job; None: it does. The
-    one rule for every reader of node states (scopes, placement, the health loop)."""
-    words = re.split(r"[+~#!%$@^-]", state.rstrip("*").lower())
-    reason = next((word for word in words if word.startswith(_NO_NEW_JOBS)), None)
-    if state.endswith("*"):
-        return f"{reason}, not responding" if reason else "not responding"
-    return reason
+def partition_nodes(nodes: dict[str, SlurmNode]) -> dict[str, list[str]]:
+    """partition -> its nodes, from slurm_nodes()."""
+    members: dict[str, list[str]] = {}
+    for node in nodes.values():
+        for partition in node.partitions:
+            members.setdefault(partition, []).append(node.name)
+    return {p: sorted(n) for p, n in sorted(members.items())}
 
 
 def parse_sinfo(text: str) -> dict[str, SlurmNode]:

@@ -2,7 +2,6 @@
 reservations re-tests run in. Each is one command through the runner; reading the nodes'
 states is wirewise.orchestrator.slurm.nodes.slurm_nodes (one `sinfo -N`, SlurmNode).
 
-    partition_nodes(nodes)     partition -> its nodes, from slurm_nodes()
     drain(node, reason)        `scontrol update NodeName=X State=DRAIN Reason=...` (`sinfo -R` shows it)
     resume(node)               `scontrol update NodeName=X State=RESUME`
     reserve(name, node, ...)   `scontrol create reservation ... Flags=MAINT,IGNORE_JOBS,FLEX`
@@ -21,16 +20,6 @@ refuses it: "Problem using reservation ... Requested node configuration is not a
 from __future__ import annotations
 
 from wirewise.orchestrator.slurm.command import slurm
-from wirewise.orchestrator.slurm.nodes import SlurmNode
-
-
-def partition_nodes(nodes: dict[str, SlurmNode]) -> dict[str, list[str]]:
-    """partition -> its nodes, from slurm_nodes()."""
-    members: dict[str, list[str]] = {}
-    for node in nodes.values():
-        for partition in node.partitions:
-            members.setdefault(partition, []).append(node.name)
-    return {p: sorted(n) for p, n in sorted(members.items())}
 
 
 def drain(node: str, reason: str) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.results import DEVICE
 from wirewise.orchestrator.store.topology import NODE_FIELDS, node_wirings
 from wirewise.topology.model import Topology
 
@@ -56,22 +57,21 @@ class PairResult:
     error: str | None = None
 
 
-def pair_results(store: Store, campaign: str | None = None, nodes: Iterable[str] | None = None) -> list[PairResult]:
+def pair_results(store: Store, campaign: str | None = None) -> list[PairResult]:
     """Collective results of tasks that ran on exactly two nodes, newest first: every result of
-    one campaign, or every one naming any of `nodes`, or all."""
+    one campaign, or all."""
     with store.read() as db:
         d, p = db.dialect, db.params()
         where = "" if campaign is None else f" AND campaign = {p(campaign)}"
         rows = db.rows(
-            "SELECT campaign, task_id, nodes, op, bytes, busbw_gbs, status, in_place, gpu_count, ended_at, error "
+            f"SELECT campaign, task_id, nodes, op, bytes, busbw_gbs, status, in_place, {DEVICE}, ended_at, error "
             f"FROM results WHERE workload = 'collective' AND node_count = 2{where} ORDER BY ended_at DESC, id DESC", p,
         )
-    wanted = set(nodes) if nodes is not None else None
     found = []
-    for name, task_id, pair, op, size, busbw, status, in_place, gpu_count, ended_at, error in rows:
+    for name, task_id, pair, op, size, busbw, status, in_place, device, ended_at, error in rows:
         pair, in_place, ended_at = d.json(pair), d.flag(in_place), d.when(ended_at)
-        if len(pair or []) != 2 or (wanted is not None and not wanted & set(pair)):
+        if len(pair or []) != 2:
             continue
         found.append(PairResult(name, task_id, (pair[0], pair[1]), op, size, busbw, status, in_place,
-                                "cpu" if gpu_count == 0 else "gpu", ended_at, error))
+                                device, ended_at, error))
     return found

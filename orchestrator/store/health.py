@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from wirewise.orchestrator.store import Store
+from wirewise.orchestrator.store.read import POSTGRESQL, SQLITE, Dialect, Params
 
 OPEN, CLEARED = "open", "cleared"
 CLAIMED, DRAINED = "claimed", "drained"  # a drain's outcome while it is being applied, and once Slurm took it
@@ -284,35 +285,33 @@ def last_drains(store: Store, nodes: list[str]) -> dict[str, dict[str, Any]]:
 
 
 Budget = Callable[[str, int, set[str]], str | None]  # (node, drains in the last hour, nodes claimed lately) -> why not
+DRAIN_WINDOW = timedelta(hours=1)  # the guardrails' max_per_hour: the drains of the last 60 minutes
+RECENT_CLAIMS = timedelta(minutes=10)  # nodes claimed this lately count as out: Slurm may not show their drain yet
 
 
-def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, asked_by: str,
-                 recent_s: float = 600.0) -> list[dict[str, Any]]:
+def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, asked_by: str) -> list[dict[str, Any]]:
     """Claim drains under the guardrails, in one transaction that holds the audit table: each
     wanted drain (`node`, `reason`, `evidence`, `action` (default drain)) becomes an action row,
-    `claimed` while `budget` says nothing against it, else `held` with what it said. `budget` is
-    told the drains of the last hour and the nodes claimed in the last `recent_s` seconds
-    (drains Slurm may not show yet), each claim here counted in. Returns the rows, in order."""
-    from sqlalchemy import insert, select, text
+    `claimed` while `budget` says nothing against it, else `held` with what it said
+    (`_budgeted`). Returns the rows, in order."""
+    from sqlalchemy import insert, text
 
     from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
 
     now = utcnow()
 
     def work(session) -> list[dict[str, Any]]:
-        if session.bind.dialect.name == "postgresql":
+        postgresql = session.bind.dialect.name == "postgresql"
+        if postgresql:
             session.execute(text("LOCK TABLE fleet_actions IN SHARE ROW EXCLUSIVE MODE"))
-        taken = session.execute(select(ACTIONS.c.node, ACTIONS.c.at).where(
-            ACTIONS.c.action.in_(DRAINING_ACTIONS), ACTIONS.c.outcome.in_((CLAIMED, DRAINED)),
-            ACTIONS.c.at >= now - timedelta(hours=1))).all()
-        hour = len(taken)
-        recent = {node for node, at in taken if _aware(at) >= now - timedelta(seconds=recent_s)}
+        connection = session.connection()
+
+        def rows_of(sql: str, p: Params) -> list[tuple]:  # read inside this transaction, under its lock
+            return connection.exec_driver_sql(sql, tuple(p.values)).all()
+
+        lately = _drains_lately(rows_of, POSTGRESQL if postgresql else SQLITE, now)
         rows = []
-        for item in wanted:
-            why = budget(item["node"], hour, recent)
-            if why is None:
-                hour += 1
-                recent.add(item["node"])
+        for item, why in zip(wanted, _budgeted(budget, [item["node"] for item in wanted], *lately)):
             row = {"node": item["node"], "action": item.get("action", "drain"), "outcome": CLAIMED if why is None else "held",
                    "reason": item["reason"], "detail": why, "evidence": _plain(item.get("evidence") or {}),
                    "asked_by": asked_by, "campaign": item.get("campaign"), "at": now}
@@ -321,6 +320,37 @@ def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, ask
         return rows
 
     return store.write(work)
+
+
+def drain_budget(store: Store, nodes: list[str], budget: Budget, now: datetime | None = None) -> list[str | None]:
+    """What claim_drains would say now for each of `nodes` (None: claimed), claiming nothing:
+    a dry run's answer, told the same drains as a claim is."""
+    with store.read() as db:
+        lately = _drains_lately(db.rows, db.dialect, now or utcnow())
+    return _budgeted(budget, nodes, *lately)
+
+
+def _drains_lately(rows_of: Callable[[str, Params], list[tuple]], d: Dialect, now: datetime) -> tuple[int, set[str]]:
+    """(how many drains wirewise claimed or applied in the DRAIN_WINDOW before `now`, the nodes
+    of those claimed in the last RECENT_CLAIMS), read by `rows_of(sql, params)`."""
+    p = Params(d)
+    taken = rows_of(f"SELECT node, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
+                    f"AND outcome IN ({p.each((CLAIMED, DRAINED))}) AND at >= {p(d.moment(now - DRAIN_WINDOW))}", p)
+    return len(taken), {node for node, at in taken if _aware(d.when(at)) >= now - RECENT_CLAIMS}
+
+
+def _budgeted(budget: Budget, nodes: list[str], hour: int, recent: set[str]) -> list[str | None]:
+    """`budget`'s answer for each node in turn, told the drains of the last hour and the nodes
+    claimed lately, each node it lets through counted in for the next."""
+    recent = set(recent)
+    said = []
+    for node in nodes:
+        why = budget(node, hour, recent)
+        if why is None:
+            hour += 1
+            recent.add(node)
+        said.append(why)
+    return said
 
 
 def _aware(moment: datetime) -> datetime:

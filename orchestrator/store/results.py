@@ -80,7 +80,10 @@ class Filters:
 
 
 # -- SQL of the derived fields, written once for filters, rows and groups ---------------------
-# GPUs, or ranks for CPU runs (gpu_count 0); NULL where an imported log did not say (gpu_count NULL)
+# Every read derives a run's GPUs and what ran it here, in SQL, and nowhere else: results'
+# groups and filters, and the rows the report's facts are made of (result_rows).
+# GPUs, or ranks for CPU runs (gpu_count 0); where the GPU count went unsaid (gpu_count NULL),
+# the rank count (one rank per GPU), NULL where that is unsaid too (an imported log without ranks)
 RANKS = "CASE WHEN gpu_count IS NULL THEN world_size ELSE coalesce(nullif(gpu_count, 0), world_size, 0) END"
 GPU_LIST = "CAST(gpus AS VARCHAR)"  # the GPUs as JSON text: PostgreSQL can neither group nor compare json
 NODE_LIST = "CAST(nodes AS VARCHAR)"  # a task's nodes as JSON text, for the same reason
@@ -95,7 +98,8 @@ def _recorded_placement(d: Dialect) -> str:
     return d.json_text("params", "placement")
 
 
-# What ran it: 'cpu' for CPU ranks (gpu_count 0), else 'gpu' (a report's key, not a --group-by field)
+# What ran it: 'cpu' for CPU ranks (gpu_count 0), else 'gpu', an unknown count (NULL) too (a
+# report's key, not a --group-by field)
 DEVICE = "CASE WHEN gpu_count = 0 THEN 'cpu' ELSE 'gpu' END"
 GROUP_FIELDS = ("source", "campaign", "node", "node_count", "nodes", "fingerprint", "fabric", "op", "dtype", "in_place",
                 "bytes", "model", "strategy", "gpus", "placement", "transport", "task_id")
@@ -140,11 +144,12 @@ def _and(conditions: list[str]) -> str:
 
 
 # -- one row per result ----------------------------------------------------------------------
-# What a row holds: the columns read, the GPUs as JSON text (gpu_list) and the placement where
-# recorded. A workload's metric columns are read only when the filters let its rows through:
-# on a wide match, every column read costs (a collective query over 1M rows reads a third less).
+# What a row holds: the columns read, the GPUs as JSON text (gpu_list), their count or the CPU
+# ranks' (gpus: RANKS), what ran it (device: DEVICE) and the placement where recorded. A
+# workload's metric columns are read only when the filters let its rows through: on a wide
+# match, every column read costs (a collective query over 1M rows reads a third less).
 _COMMON = ("id", "workload", "source", "status", "campaign", "node", "fingerprint", "fabric", "gpu_list", "gpu_count",
-           "world_size", "started_at", "task_id", "transport", "recorded_placement")
+           "world_size", "gpus", "device", "started_at", "task_id", "transport", "recorded_placement")
 _WORKLOAD_COLUMNS = {
     "collective": ("op", "bytes", "dtype", "in_place", "time_us", "algbw_gbs", "busbw_gbs"),
     "train": ("model", "strategy", "tokens_per_s", "step_time_s", "samples_per_s", "peak_mem_bytes", "mfu"),
@@ -153,7 +158,8 @@ ROW_FIELDS = _COMMON + tuple(name for columns in _WORKLOAD_COLUMNS.values() for 
 
 
 def _column_sql(name: str, d: Dialect) -> str:
-    derived = {"gpu_list": GPU_LIST, "transport": _transport(d), "recorded_placement": _recorded_placement(d)}
+    derived = {"gpu_list": GPU_LIST, "gpus": RANKS, "device": DEVICE, "transport": _transport(d),
+               "recorded_placement": _recorded_placement(d)}
     if name in derived:
         return f"{derived[name]} AS {name}"
     if name in NUMBER_COLUMNS:

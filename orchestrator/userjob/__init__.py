@@ -38,6 +38,7 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     """The `wirewise run --json` object: place on the node's wiring (a whole-node job may use
     any GPU; a shared one compares against the GPUs free now), advise, submit, record."""
     from wirewise.orchestrator.decide import free_gpus, place_on, placement_wiring
+    from wirewise.orchestrator.placement.history import History
     from wirewise.orchestrator.store import Store
 
     if not request.command:
@@ -48,10 +49,11 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
     )
+    history = History(store, topo)  # read once: for the placement, its advice and the GPUs Slurm gives
     placement = place_on(topo, request.gpus, "packed", free_list, free_source, store, node, model=request.model,
-                         gpu_mem_gb=gpu_mem_gb)
+                         gpu_mem_gb=gpu_mem_gb, history=history)
     avoid, warnings = nodes_to_avoid(request, store)
-    result = submit_command(request, topo, placement, placement.get("strategy"), store, avoid)
+    result = submit_command(request, topo, placement, placement.get("strategy"), store, history, avoid)
     result["warnings"] = warnings + result["warnings"]
     result["reasons"] = placement["reasons"]
     return result
@@ -66,18 +68,18 @@ def nodes_to_avoid(request: RunRequest, store) -> tuple[dict[str, str], list[str
     from wirewise.orchestrator.slurm.nodes import states_if_slurm
 
     if request.node:
-        avoid = nodes_measured(store, slurm_nodes=states_if_slurm([request.node])).avoid
-        why = avoid.get(request.node)
+        why = nodes_measured(store, [request.node], slurm_nodes=states_if_slurm([request.node])).avoid.get(request.node)
         return {}, [f"--node {request.node} is one placement avoids: {why}"] if why else []
     known = states_if_slurm(partition=request.partition)
     avoid = nodes_measured(store, slurm_nodes=known).avoid
     return {node: why for node, why in avoid.items() if node in known}, []
 
 
-def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store,
+def submit_command(request: RunRequest, topo, placement: dict, strategy: str | None, store, history,
                    avoid: dict[str, str] | None = None) -> dict:
-    """Submit (kept off `avoid`), (shared) read back the GPUs Slurm gave, record. Returns the
-    `run --json` object."""
+    """Submit (kept off `avoid`), (shared) read back the GPUs Slurm gave and predict them from
+    `history` (the History the placement was made with), record. Returns the `run --json`
+    object."""
     from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import SubmissionRefused
 
@@ -106,7 +108,7 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
         "warnings": [],
     }
     if not request.whole_node:
-        result.update(_given_by_slurm(result["job_id"], request.node, topo, placement, store, request.start_timeout_s))
+        result.update(_given_by_slurm(result["job_id"], request.node, topo, placement, history, request.start_timeout_s))
     result["record_id"] = record(store, result, request, topo, placement)
     return result
 
@@ -124,9 +126,10 @@ def job_request(request: RunRequest, topo, exclude: str | None = None):
     )
 
 
-def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store, timeout_s: float) -> dict:
-    """Wait for the job to hold its GPUs; predict them next to the best free set."""
-    from wirewise.orchestrator.placement.history import History, predictor
+def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, history, timeout_s: float) -> dict:
+    """Wait for the job to hold its GPUs; predict them (from the placement's `history`) next to
+    the best free set."""
+    from wirewise.orchestrator.placement.history import predictor
     from wirewise.orchestrator.slurm.nodes import job_gpus
 
     deadline = time.monotonic() + timeout_s
@@ -138,7 +141,7 @@ def _given_by_slurm(job_id: str, node: str | None, topo, placement: dict, store,
         return {"warnings": [f"job {job_id} had not started after {timeout_s:g} s: its GPUs are not known yet"]}
     if len(given) != len(placement["gpus"]) or max(given) >= topo.gpus:
         return {"gpus": given, "warnings": [f"Slurm gave GPUs {given}, which do not match this node's wiring"]}
-    prediction = predictor(topo, History(store, topo)).predict(given)
+    prediction = predictor(topo, history).predict(given)
     out = {"gpus": given, "cuda_visible_devices": ",".join(map(str, given)),
            "predicted_busbw_gbs": prediction.busbw_gbs, "basis": prediction.basis, "warnings": []}
     best = placement["predicted_busbw_gbs"]

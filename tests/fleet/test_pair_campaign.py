@@ -1,5 +1,5 @@
 """The campaign `fleet pairs` (and a pair finding's repeat) records its tests in: its folder is
-claimed as every campaign's is (wirewise.orchestrator.campaign.folder.write_campaign). In
+claimed as every campaign's is (wirewise.orchestrator.campaign.record_campaign). In
 process and without a cluster: nothing here submits, the nodes are as Slurm would list them
 (the pair tests themselves run on the multi-node cluster, test_cluster.py)."""
 

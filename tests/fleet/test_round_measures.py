@@ -41,3 +41,24 @@ def test_a_rounds_measures_read_the_campaign_once(tmp_path, monkeypatch):
     assert [(m.busbw_gbs, m.error) for m in found] == [
         (41.5, None), (None, "NCCL error: unhandled system error"), (None, "the test ended timeout without a result")]
     assert reads == [{"campaign": "pairs-t"}]
+
+
+def test_a_named_nodes_standing_is_judged_against_its_whole_campaign(tmp_path):
+    """`place --node b` and `run --node b` ask the standing of b alone. b is slow in every pair
+    (10 GB/s beside the fleet's 40): judged against the whole campaign it is avoided, as
+    `fleet pairs` and the standing of every node say. Judged on its own two pairs (the results
+    read were only those naming b) it was its own reference and passed as healthy."""
+    from sqlalchemy import insert
+
+    from wirewise.orchestrator.fleet.standing import pair_standing
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.schema import RESULTS
+
+    store = Store(f"sqlite:///{tmp_path / 'wirewise.db'}")
+    tests = {("a", "b"): 10.0, ("b", "d"): 10.0, ("c", "d"): 40.0, ("a", "c"): 40.0, ("a", "d"): 40.0}
+    rows = [_row(f"t{i}", pair, False, busbw) for i, (pair, busbw) in enumerate(tests.items())]
+    store.write(lambda session: session.execute(insert(RESULTS), rows))
+    every = pair_standing(store, None, 0.2)
+    alone = pair_standing(store, ["b"], 0.2)
+    assert "b" in every.avoid and alone.avoid["b"] == every.avoid["b"] and "b" not in alone.healthy
+    assert alone.avoid["b"].startswith("pair test pairs-t: best pair 10")

@@ -69,6 +69,35 @@ def test_drains_claimed_at_once_stay_within_the_limits(database, tmp_path, reque
     assert said == ["claimed"] * 2 + ["held"] * 6
 
 
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_dry_run_is_told_the_drains_a_claim_is(database, tmp_path, request):
+    """One drain claimed a moment ago, on n0 of an 8-node partition whose max_share allows
+    one node out: Slurm does not show n0 drained yet, so a dry run's budget and a claim must
+    both count the claim (the nodes claimed in the last RECENT_CLAIMS) and hold n1. The dry run
+    counted only the hour's drains and said n1 would be drained where the claim held it.
+    Two hours on, the window holds neither the claim nor its node."""
+    from datetime import timedelta
+
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import claim_drains, drain_budget, utcnow
+
+    url = f"sqlite:///{tmp_path / 'wirewise.db'}" if database == "sqlite" else request.getfixturevalue("pg_url")
+    store = Store(url)
+    states = parse_sinfo(sinfo(*[(f"n{i}", "gpu", "idle", "none") for i in range(8)]))
+    rails = Guardrails(max_share=0.125, max_per_hour=5)
+    [first] = claim_drains(store, [{"node": "n0", "reason": "wirewise:test:x:-1"}], Budget(rails, states), "a test")
+    assert first["outcome"] == "claimed"
+    [dry] = drain_budget(store, ["n1"], Budget(rails, states))
+    assert dry is not None and dry.startswith("guardrail max_share: partition gpu has 1 of 8 node(s) unavailable")
+    [held] = claim_drains(store, [{"node": "n1", "reason": "wirewise:test:x:-1"}], Budget(rails, states), "a test")
+    assert (held["outcome"], held["detail"]) == ("held", dry)
+    assert drain_budget(store, ["n2", "n3"], Budget(rails, states), now=utcnow() + timedelta(hours=2)) == [
+        None, "guardrail max_share: partition gpu has 1 of 8 node(s) unavailable and allows 1 (max_share 0.125, at least one)"]
+    hourly = Guardrails(max_share=1.0, max_per_hour=1)  # the claim of n0 is the hour's one drain
+    assert drain_budget(store, ["n2"], Budget(hourly, states)) == [
+        "guardrail max_per_hour: wirewise drained 1 node(s) in the last hour (at most 1)"]
+
+
 def test_placement_is_told_why_slurm_takes_no_job_on_a_node():
     """keep_off with the nodes as sinfo showed them (no store): an idle node that does not answer
     is 'not responding', a drained one 'drained' with its reason; a healthy idle one is not kept off."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -133,3 +134,30 @@ def test_postgresql_gives_the_same_aggregates(report_db, pg_url, tmp_path):
     # The default case groups by derived fields too (GPUs, transport, placement from the wiring).
     one_node = ("--node", "h100-a")
     assert results(pg_url, *one_node) == results(report_db, *one_node) != []
+
+
+def test_results_and_the_reports_facts_count_the_gpus_of_an_unknown_gpu_count_alike(tmp_path):
+    """A run whose GPU count went unsaid (gpu_count NULL) but whose rank count is known
+    (world_size 8: a record file may say so, contract.record allows it; set here in the real
+    database, on the H100 log imported for two nodes). `results` counts it as 8 GPUs (the
+    store's RANKS), and so must the facts that doctor and `baseline export` judge by: both read
+    the one derivation in the store. With facts deriving it apart (gpus None where gpu_count
+    is NULL), h100-b's 1 GiB case was (None GPUs) in the baselines and (8 GPUs) in results.
+    (Its placement is unknown in both: a placement is derived from a known GPU count.)"""
+    import sqlite3
+
+    path = tmp_path / "wirewise.db"
+    url = f"sqlite:///{path}"
+    for node in ("h100-a", "h100-b"):
+        import_log(tmp_path, url, node, 1.0)
+    with sqlite3.connect(path) as db:
+        assert db.execute("UPDATE results SET gpu_count = NULL WHERE node = 'h100-b' AND world_size = 8").rowcount > 0
+    assert {row["node"] for row in results(url, "--gpus", "8", "--group-by", "node")} == {"h100-a", "h100-b"}
+    shown = {(row["gpus"], row["placement"], row["count"]) for row in results(url, "--bytes", "1G") if not row["in_place"]}
+    assert shown == {(8, "packed", 1), (8, None, 1)}
+    out = tmp_path / "baselines.json"
+    wirewise("baseline", "export", "--out", str(out), "--db", url, check=True)
+    baselines = json.loads(out.read_text())["baselines"]
+    judged = {(b["case"]["gpus"], b["case"]["placement"], b["results"]) for b in baselines
+              if b["case"]["bytes"] == 1 << 30 and not b["case"]["in_place"]}
+    assert judged == shown
