@@ -18,6 +18,7 @@ import re
 import shlex
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -62,6 +63,32 @@ def cancel_jobs_under(folder: Path) -> None:
     mine = [line.split()[0] for line in jobs if len(line.split()) == 2 and line.split()[1].startswith(str(folder))]
     if mine:
         subprocess.run(["scancel", *mine], check=False)
+
+
+FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+            "BOOT_FAIL", "DEADLINE")
+
+
+def sbatch_to_end(args: list[str], timeout_s: float, **run: object) -> tuple[str, int, str]:
+    """`sbatch --parsable ARGS`, then wait for the job's end: (job id, exit status, sbatch's
+    stderr). Not `sbatch --wait`: its _job_wait (Slurm's src/sbatch/sbatch.c) asks after 2, 10,
+    42, 74 s (each sleep x4 up to 32 s while under MinJobAge/2, 300 s here), so a job done in
+    15 s is seen done at 42 s; this asks scontrol every 0.2 s. The exit status is the batch
+    script's, 1 when a signal ended it (as sbatch --wait says it)."""
+    submitted = subprocess.run(["sbatch", "--parsable", *args], capture_output=True, text=True, timeout=60, **run)
+    if submitted.returncode != 0:
+        return "", submitted.returncode, submitted.stderr
+    job_id = submitted.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        shown = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True).stdout
+        fields = dict(item.split("=", 1) for item in shown.split() if "=" in item)
+        if fields.get("JobState") in FINISHED:
+            status, signal = fields.get("ExitCode", "1:0").split(":")
+            return job_id, int(status) if signal == "0" else 1, submitted.stderr
+        time.sleep(0.2)
+    subprocess.run(["scancel", job_id], check=False)
+    raise AssertionError(f"job {job_id} ({shlex.join(args)}) did not end within {timeout_s:.0f} s")
 
 
 def parse_exports(text: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import WIREWISE, wirewise
-from tests.slurm.fixture import SlurmCluster
+from tests.slurm.fixture import SlurmCluster, sbatch_to_end
 from tests.topology.common import NVL_QUADS, as_text, matrix
 
 pytestmark = pytest.mark.slurm
@@ -25,12 +25,11 @@ def node_line(cluster: SlurmCluster) -> str:
 
 
 def job_gpus(cluster: SlurmCluster, tmp_path: Path, *args: str) -> list[int]:
-    """Run a job to its end (sbatch --wait); the GPU indices Slurm gave it."""
+    """Run a job to its end; the GPU indices Slurm gave it."""
     out = tmp_path / "job.out"
-    subprocess.run(
-        ["sbatch", "--wait", "-p", cluster.partition, "-o", str(out), *args, "--wrap", "echo GPUS=$SLURM_JOB_GPUS"],
-        capture_output=True, text=True, check=True, timeout=120,
-    )
+    job_id, status, err = sbatch_to_end(
+        ["-p", cluster.partition, "-o", str(out), *args, "--wrap", "echo GPUS=$SLURM_JOB_GPUS"], timeout_s=120)
+    assert status == 0, f"job {job_id}: {err}"
     line = next(line for line in out.read_text().splitlines() if line.startswith("GPUS="))
     return sorted(int(g) for g in line[len("GPUS="):].split(","))
 
