@@ -45,7 +45,7 @@ def submit(tmp_path: Path, slurm_cluster, db_url: str, workloads, axes, **target
 
 
 def watch(name: str, db_url: str, limit_s: float = 600) -> dict:
-    return wirewise_json("campaign", "status", name, "--watch", "--interval", "2", "--db", db_url, timeout=limit_s)
+    return wirewise_json("campaign", "status", name, "--watch", "--interval", "1", "--db", db_url, timeout=limit_s)
 
 
 def status(name: str, db_url: str) -> dict:
