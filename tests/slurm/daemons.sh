@@ -255,8 +255,11 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 # Without a default, a job without --mem takes the whole node's memory and array tasks queue.
 DefMemPerCPU=512
-# Schedule at once (a 4-task array then runs in about a second) ...
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+# Schedule at once (a 4-task array then runs in about a second), and pass over the pending jobs
+# every 2 s, not 60 (sched_interval) and 30 (bf_interval): seen on 22.05, a job requeued by
+# submitit waited up to 60 s after it was eligible again, and a job of a FLEX reservation that
+# also uses nodes outside it (a fleet retest's pair test), which only backfill starts, 30 s ...
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,sched_interval=2,bf_interval=2
 # ... and free a cancelled job's resources fast (default 30 s blocks the node ~25 s).
 KillWait=2
 InactiveLimit=0
