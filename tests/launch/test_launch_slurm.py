@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.campaign.test_slurm import wait_for
 from tests.conftest import ROOT, WIREWISE, wirewise_json
 from tests.launch.test_example import EXAMPLE, QUICK
-from tests.slurm.fixture import sbatch_to_end
+from tests.slurm.fixture import sbatch_to_end, wait_sacct
 from tests.topology.common import NVL_QUADS_NAMED as NVL_QUADS  # the GPU model named: busbw and fit known
 
 BUSY_CLUSTER_S = 600  # the test cluster is shared: other sessions' jobs may queue ahead
@@ -32,14 +30,13 @@ def batch_script(tmp_path: Path, db_url: str, *launch_args: str) -> Path:
     return script
 
 
-def step_state(job_id: str, step: str) -> str:
-    """sacct's end state of the job's step, once slurmdbd has it (it may lag the job's end by seconds)."""
-    def ended() -> str:
-        out = subprocess.run(["sacct", "-n", "-P", "-o", "JobID,State", "-j", job_id], capture_output=True, text=True,
-                             check=True).stdout
-        state = dict(line.split("|", 1) for line in out.splitlines() if line).get(f"{job_id}.{step}", "")
-        return "" if state.startswith(("PENDING", "RUNNING")) else state
-    return wait_for(ended, 30, f"sacct to list the end of step {job_id}.{step}")
+def run_batch(options: list[str], script: Path, out: Path, **run) -> tuple[str, str]:
+    """The batch script run to its end, its output in `out`: (job id, output); a job that
+    exits other than 0 fails the test with its output."""
+    job_id, status = sbatch_to_end([*options, "-o", str(out), str(script)], timeout_s=BUSY_CLUSTER_S, **run)
+    log = out.read_text() if out.exists() else ""
+    assert status == 0, log or f"job {job_id} exited {status} without output"
+    return job_id, log
 
 
 @pytest.mark.slurm
@@ -47,17 +44,14 @@ def step_state(job_id: str, step: str) -> str:
 def test_in_a_batch_job_the_example_runs_through_srun_on_the_gpus_it_was_given(slurm_cluster, tmp_path, db_url):
     script = batch_script(tmp_path, db_url, "--gpus", "2", "--topology-file", str(NVL_QUADS))
     out = tmp_path / "job.out"
-    job_id, status, err = sbatch_to_end(["-p", slurm_cluster.partition, "--gpus=4", "-c", "2", "-t", "10", "-o", str(out),
-                                         str(script)], timeout_s=BUSY_CLUSTER_S)
-    log = out.read_text() if out.exists() else ""
-    assert status == 0, f"{err}\n{log}"
+    job_id, log = run_batch(["-p", slurm_cluster.partition, "--gpus=4", "-c", "2", "-t", "10"], script, out)
 
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert f"-launch-{job_id}" in run_dir.name
     srun = ["srun", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--cpus-per-task=2"]
     assert f"command: {shlex.join(srun)} " in log and f"wirewise.orchestrator.launch.step {run_dir}" in log
     assert "- no NVIDIA driver answers here: 2 CPU rank(s) (gloo) stand in for GPUs 0,1" in log
-    assert step_state(job_id, "0").startswith("COMPLETED")  # the launch's own srun step
+    wait_sacct(job_id, "COMPLETED", row=f"{job_id}.0")  # the launch's own srun step
 
     seen = json.loads((tmp_path / "report.json").read_text())
     advice = seen["advice"]
@@ -81,14 +75,11 @@ def test_on_three_nodes_each_node_runs_its_share_of_one_job(multinode, tmp_path,
     cluster = multinode
     script = batch_script(tmp_path, db_url, "--cpu", "--gpus", "1")
     out = tmp_path / "job.out"
-    job_id, status, err = sbatch_to_end(["-p", cluster.partition, "-N", "3", "-t", "10", "-o", str(out), str(script)],
-                                         timeout_s=BUSY_CLUSTER_S, cwd=ROOT)
-    log = out.read_text() if out.exists() else ""
-    assert status == 0, f"{err}\n{log}"
+    job_id, log = run_batch(["-p", cluster.partition, "-N", "3", "-t", "10"], script, out, cwd=ROOT)
     assert "command: srun --nodes=3 --ntasks=3 --ntasks-per-node=1 --kill-on-bad-exit=1" in log
     seen = json.loads((tmp_path / "report.json").read_text())
     assert seen["advice"]["nodes"] == cluster.nodes and seen["advice"]["num_processes"] == 3
     assert seen["accelerate"]["num_processes"] == 3 and seen["losses"][-1] < seen["losses"][0]
     record = json.loads(Path(seen["result_file"]).read_text())["records"][0]
     assert record["world_size"] == 3 and record["extra"]["launch"]["nodes"] == cluster.nodes
-    assert step_state(job_id, "0").startswith("COMPLETED")
+    wait_sacct(job_id, "COMPLETED", row=f"{job_id}.0")

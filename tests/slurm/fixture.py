@@ -65,30 +65,52 @@ def cancel_jobs_under(folder: Path) -> None:
         subprocess.run(["scancel", *mine], check=False)
 
 
-FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
-            "BOOT_FAIL", "DEADLINE")
+def sbatch(*args: str, **run: object) -> str:
+    """`sbatch --parsable ARGS`: the job id; a refusal fails the test with sbatch's words."""
+    out = subprocess.run(["sbatch", "--parsable", *args], capture_output=True, text=True, timeout=60, **run)
+    assert out.returncode == 0, f"sbatch {shlex.join(args)}: {out.stderr.strip()}"
+    return out.stdout.strip().split(";")[0]
 
 
-def sbatch_to_end(args: list[str], timeout_s: float, **run: object) -> tuple[str, int, str]:
-    """`sbatch --parsable ARGS`, then wait for the job's end: (job id, exit status, sbatch's
-    stderr). Not `sbatch --wait`: its _job_wait (Slurm's src/sbatch/sbatch.c) asks after 2, 10,
-    42, 74 s (each sleep x4 up to 32 s while under MinJobAge/2, 300 s here), so a job done in
-    15 s is seen done at 42 s; this asks scontrol every 0.2 s. The exit status is the batch
-    script's, 1 when a signal ended it (as sbatch --wait says it)."""
-    submitted = subprocess.run(["sbatch", "--parsable", *args], capture_output=True, text=True, timeout=60, **run)
-    if submitted.returncode != 0:
-        return "", submitted.returncode, submitted.stderr
-    job_id = submitted.stdout.strip().split(";")[0]
+def sbatch_to_end(args: list[str], timeout_s: float, **run: object) -> tuple[str, int]:
+    """sbatch ARGS, then wait for the job's end: (job id, exit status: the batch script's, 1
+    when a signal ended it, as sbatch --wait says it). Not `sbatch --wait`: its _job_wait
+    (Slurm's src/sbatch/sbatch.c) asks after 2, 10, 42, 74 s (each sleep x4 up to 32 s while
+    under MinJobAge/2, 300 s here), so a job done in 15 s is seen done at 42 s; this asks
+    scontrol every 0.2 s. Ended is what the Slurm executor calls ended (neither waiting nor going)."""
+    from wirewise.orchestrator.executor.core import PENDING, RUNNING
+    from wirewise.orchestrator.executor.slurm import _neutral
+
+    job_id = sbatch(*args, **run)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         shown = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True).stdout
         fields = dict(item.split("=", 1) for item in shown.split() if "=" in item)
-        if fields.get("JobState") in FINISHED:
+        if "JobState" in fields and _neutral(fields["JobState"]) not in (PENDING, RUNNING):
             status, signal = fields.get("ExitCode", "1:0").split(":")
-            return job_id, int(status) if signal == "0" else 1, submitted.stderr
+            return job_id, int(status) if signal == "0" else 1
         time.sleep(0.2)
     subprocess.run(["scancel", job_id], check=False)
     raise AssertionError(f"job {job_id} ({shlex.join(args)}) did not end within {timeout_s:.0f} s")
+
+
+def sacct_rows(job_id: str, fields: str = "JobID,State") -> list[list[str]]:
+    out = subprocess.run(["sacct", "-n", "-P", "-j", job_id, "-o", fields], capture_output=True, text=True, check=True)
+    return [line.split("|") for line in out.stdout.splitlines() if line]
+
+
+def wait_sacct(job_id: str, state: str, timeout: float = 15, row: str | None = None) -> list[list[str]]:
+    """sacct lags the job's end by a second or two: poll until the job's own row (or `row`, a
+    step: JOB.0) has `state`; the job's rows (JobID, State, AllocTRES)."""
+    row = row or job_id
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = sacct_rows(job_id, "JobID,State,AllocTRES")
+        if any(r[0] == row and r[1] == state for r in rows):
+            return rows
+        if time.monotonic() > deadline:
+            raise AssertionError(f"sacct never showed {row} {state}: {rows}")
+        time.sleep(0.2)
 
 
 def parse_exports(text: str) -> dict[str, str]:

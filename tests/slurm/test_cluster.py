@@ -15,7 +15,7 @@ import pytest
 import submitit
 from submitit.core.utils import UncompletedJobError
 
-from tests.slurm.fixture import SlurmCluster, fake_gres
+from tests.slurm.fixture import SlurmCluster, fake_gres, sbatch, wait_sacct
 
 pytestmark = pytest.mark.slurm
 
@@ -51,30 +51,6 @@ def wait_state(job: submitit.Job, accept, timeout: float) -> str:
             return state
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job.job_id} still {state!r} after {timeout}s")
-        time.sleep(0.2)
-
-
-def sbatch(*args: str) -> str:
-    out = subprocess.run(["sbatch", "--parsable", *args], capture_output=True, text=True, check=True)
-    return out.stdout.strip().split(";")[0]
-
-
-def sacct_rows(job_id: str, fields: str = "JobID,State") -> list[list[str]]:
-    out = subprocess.run(
-        ["sacct", "-n", "-P", "-j", job_id, "-o", fields], capture_output=True, text=True, check=True
-    )
-    return [line.split("|") for line in out.stdout.splitlines() if line]
-
-
-def wait_sacct(job_id: str, state: str, timeout: float = 15) -> list[list[str]]:
-    """sacct lags squeue by about a second: poll until the job's own row has `state`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        rows = sacct_rows(job_id, "JobID,State,AllocTRES")
-        if any(r[0] == job_id and r[1] == state for r in rows):
-            return rows
-        if time.monotonic() > deadline:
-            raise AssertionError(f"sacct never showed {job_id} {state}: {rows}")
         time.sleep(0.2)
 
 

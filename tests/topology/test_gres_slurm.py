@@ -27,9 +27,9 @@ def node_line(cluster: SlurmCluster) -> str:
 def job_gpus(cluster: SlurmCluster, tmp_path: Path, *args: str) -> list[int]:
     """Run a job to its end; the GPU indices Slurm gave it."""
     out = tmp_path / "job.out"
-    job_id, status, err = sbatch_to_end(
-        ["-p", cluster.partition, "-o", str(out), *args, "--wrap", "echo GPUS=$SLURM_JOB_GPUS"], timeout_s=120)
-    assert status == 0, f"job {job_id}: {err}"
+    job_id, status = sbatch_to_end(["-p", cluster.partition, "-o", str(out), *args, "--wrap", "echo GPUS=$SLURM_JOB_GPUS"],
+                                   timeout_s=120)
+    assert status == 0, f"job {job_id} exited {status}"
     line = next(line for line in out.read_text().splitlines() if line.startswith("GPUS="))
     return sorted(int(g) for g in line[len("GPUS="):].split(","))
 
