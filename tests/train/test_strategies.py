@@ -33,22 +33,24 @@ DIAL_CONFIG = dict(
 )
 
 
-@pytest.fixture(scope="module")
-def mistral_run(tmp_path_factory):
+class MistralRuns:
     """strategy -> (exit code, record, stderr) of QUICK training of DIAL_CONFIG, each run once."""
-    folder = tmp_path_factory.mktemp("strategies")
-    config = folder / "config.json"
-    config.write_text(json.dumps(DIAL_CONFIG))
-    runs: dict[str, tuple] = {}
 
-    def run(strategy: str):
-        if strategy not in runs:
-            runs[strategy] = bench_train("--model", str(config), "--strategy", strategy, *QUICK,
-                                         env=train_environment(folder), db=f"sqlite:///{folder / 'wirewise.db'}")
-        return runs[strategy]
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.config = folder, str(folder / "config.json")
+        Path(self.config).write_text(json.dumps(DIAL_CONFIG))
+        self.runs: dict[str, tuple] = {}
 
-    run.config = str(config)
-    return run
+    def __call__(self, strategy: str) -> tuple:
+        if strategy not in self.runs:
+            self.runs[strategy] = bench_train("--model", self.config, "--strategy", strategy, *QUICK,
+                                              env=train_environment(self.folder), db=f"sqlite:///{self.folder / 'wirewise.db'}")
+        return self.runs[strategy]
+
+
+@pytest.fixture(scope="module")
+def mistral_run(tmp_path_factory) -> MistralRuns:
+    return MistralRuns(tmp_path_factory.mktemp("strategies"))
 
 
 def check_trained(code, record, err, model: str, strategy: str) -> None:
