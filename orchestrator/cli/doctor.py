@@ -18,7 +18,7 @@ def doctor(
     include_cpu: Annotated[bool, typer.Option("--include-cpu", help="Judge CPU-rank (gloo) runs too, which measure the host, not the fabric.")] = False,
     rules: RulesOption = None,
     health_check: Annotated[bool, typer.Option("--health-check", help="Slurm's HealthCheckProgram: NVML and the node's verdicts, no GPU work; drains the node with the reason when a rule fires.")] = False,
-    report_only: Annotated[bool, typer.Option("--report-only", help="With --health-check: report, drain nothing (exit 1 when a rule fires).")] = False,
+    report_only: Annotated[bool, typer.Option("--report-only", help="With --health-check: report, drain nothing (exit 1 when a rule fires, 3 when nothing could be judged).")] = False,
     prolog: Annotated[bool, typer.Option("--prolog", help="Slurm's Prolog: a short collective on the job's GPUs; exit 1 (Slurm drains and requeues) on a fault.")] = False,
     db: DbOption = None,
     json: JsonOption = False,
@@ -26,7 +26,8 @@ def doctor(
     """Judge nodes by the rules: busbw or tokens/s below the fingerprint's baseline, slower than
     same-fingerprint peers, tasks failed where peers passed; and on this node (NVML) inactive
     NVLinks, PCIe below its maximum, a changed wiring. Records each node's verdict. Exits 1 when
-    a rule fires, 0 when healthy."""
+    a rule fires, 3 when a node could not be judged (no baseline, peers or live reading), 0 when
+    healthy."""
     from wirewise.errors import UserError
     from wirewise.orchestrator.health.rules import load_rules
 
@@ -48,13 +49,26 @@ def doctor(
     else:
         from wirewise.orchestrator.report.tables import doctor_table
 
-        if found["healthy"]:
-            typer.echo(f"healthy: {', '.join(found['nodes']) or 'no nodes with results'}")
-        else:
+        if found["findings"]:
             print_tables([doctor_table(found)])
+        for verdict in ("healthy", "not judged"):
+            named = [name for name, said in found["verdicts"].items() if said == verdict]
+            if named:
+                typer.echo(f"{verdict}: {', '.join(named)}")
+        if not found["nodes"]:
+            typer.echo("healthy: no nodes with results")
         for note in found["notes"]:
             typer.echo(f"note: {note}")
-    raise typer.Exit(0 if found["healthy"] else 1)
+    raise typer.Exit(exit_code(found["healthy"]))
+
+
+def exit_code(healthy: bool | None) -> int:
+    """0 healthy, 1 a rule fired, NOT_JUDGED_EXIT when nothing could be judged (a script must not
+    read that as healthy)."""
+    return {True: 0, False: 1, None: NOT_JUDGED_EXIT}[healthy]
+
+
+NOT_JUDGED_EXIT = 3
 
 
 def _on_node(rules, node: str | None, db: str | None, json: bool, mode: str, report_only: bool) -> None:
@@ -84,9 +98,10 @@ def _on_node(rules, node: str | None, db: str | None, json: bool, mode: str, rep
         if outcome.drained:
             typer.echo(f"{name}: drained: {outcome.acted[0].reason}")
         elif not outcome.findings:
-            typer.echo(f"{name}: healthy ({mode}, {outcome.seconds:.1f} s)")
+            said = "healthy" if outcome.judged else "not judged"
+            typer.echo(f"{name}: {said} ({mode}, {outcome.seconds:.1f} s)")
     for note in outcome.notes:
         sys.stderr.write(f"wirewise: {note}\n")
-    if mode == "health-check":
-        raise typer.Exit(1 if report_only and outcome.findings else 0)
+    if mode == "health-check":  # as slurmd runs it, 0 whatever it found: its answer is the drain
+        raise typer.Exit(exit_code(outcome.healthy) if report_only else 0)
     raise typer.Exit(1 if outcome.drained else 0)

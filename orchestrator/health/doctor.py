@@ -43,17 +43,44 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
         found, judged = live_findings(live_node, live, stored_wiring(store, live_node), rules, judgement.notes)
         judgement.findings += found
         judgement.judged[live_node] |= judged
-    if record:
-        for name in nodes:
+    if node is None and live_node in nodes and not judgement.judged[live_node] and live_node not in _with_results(history):
+        nodes = [n for n in nodes if n != live_node]  # this machine, asked about only in passing: nothing to say of it
+    verdicts = {name: verdict_of(name, judgement) for name in nodes}
+    for name, said in verdicts.items():
+        if said == NOT_JUDGED:
+            judgement.notes.append(f"{name}: no rule could compare anything of it: not judged (not the same as healthy)")
+        elif record:  # a node no rule judged keeps the verdict it had
             record_check(store, name, source, judgement.judged[name], [f for f in judgement.findings if f.node == name])
-    return {"healthy": not judgement.findings, "nodes": nodes, "findings": [f.to_json() for f in judgement.findings],
-            "notes": judgement.notes, "rules": rules.source}
+    return {"healthy": healthy_of(verdicts), "verdicts": verdicts, "nodes": nodes,
+            "findings": [f.to_json() for f in judgement.findings], "notes": judgement.notes, "rules": rules.source}
+
+
+HEALTHY, FLAGGED, NOT_JUDGED = "healthy", "flagged", "not judged"
+
+
+def verdict_of(node: str, judgement) -> str:
+    """flagged (a rule fired), healthy (rules compared it and none fired) or not judged (no rule
+    could compare anything of it: no baseline, no peers, no live reading)."""
+    if any(f.node == node for f in judgement.findings):
+        return FLAGGED
+    return HEALTHY if judgement.judged[node] else NOT_JUDGED
+
+
+def healthy_of(verdicts: dict[str, str]) -> bool | None:
+    """False when a node is flagged; None when none is but one was not judged; else True."""
+    if FLAGGED in verdicts.values():
+        return False
+    return None if NOT_JUDGED in verdicts.values() else True
+
+
+def _with_results(history: list[dict[str, Any]]) -> set[str]:
+    return {f["node"] for f in history if f["node"]}
 
 
 def _nodes(store: Store, node: str | None, live_node: str | None, history: list[dict[str, Any]]) -> list[str]:
     from wirewise.orchestrator.store.topology import node_names
 
-    with_results = {f["node"] for f in history if f["node"]}
+    with_results = _with_results(history)
     if node is None:
         return sorted(with_results | ({live_node} if live_node else set()))
     known = node == live_node or node in with_results or node in node_names(store)

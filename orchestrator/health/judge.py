@@ -41,7 +41,9 @@ HISTORY_RULES = ("busbw-below-baseline", "tokens-below-baseline", "slower-than-p
 class Judgement:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    judged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # node -> rules it was judged by
+    # node -> the rules that compared something of it (an enabled rule with nothing to compare
+    # did not judge it: a node no rule judged is "not judged", never "healthy")
+    judged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
 def judge_history(nodes: list[str], history: list[dict[str, Any]], rules: Rules,
@@ -53,14 +55,16 @@ def judge_history(nodes: list[str], history: list[dict[str, Any]], rules: Rules,
         for rule in HISTORY_RULES:
             if not rules.rules.enabled(rule):
                 continue
-            out.judged[node].add(rule)
             if rule == "slower-than-peers":
-                out.findings += slower_than_peers(node, history, rules, out.notes)
+                found, compared = slower_than_peers(node, history, rules, out.notes)
             elif rule == "task-failed":
-                out.findings += task_failed(node, history, rules)
+                found, compared = task_failed(node, history, rules)
             else:
                 workload = "collective" if rule == "busbw-below-baseline" else "train"
-                out.findings += below_baseline(node, cases, workload, rules, imported or {}, out.notes)
+                found, compared = below_baseline(node, cases, workload, rules, imported or {}, out.notes)
+            out.findings += found
+            if compared:
+                out.judged[node].add(rule)
     if runs is not None:
         out.findings = [with_measurement(f, runs, rules) for f in out.findings]
     return out
@@ -100,7 +104,8 @@ def _latest(members: list[dict[str, Any]], node: str, repeats: int) -> list[dict
 
 
 def below_baseline(node: str, cases: dict[tuple, list[dict[str, Any]]], workload: str, rules: Rules,
-                   imported: dict[tuple, Baseline], notes: list[str]) -> list[Finding]:
+                   imported: dict[tuple, Baseline], notes: list[str]) -> tuple[list[Finding], bool]:
+    """The node's findings by the rule, and whether it compared any case of the node."""
     rule = rules.rules.busbw_below_baseline if workload == "collective" else rules.rules.tokens_below_baseline
     metric = METRIC[workload]
     groups: dict[tuple, list[Fallen]] = defaultdict(list)
@@ -131,7 +136,7 @@ def below_baseline(node: str, cases: dict[tuple, list[dict[str, Any]]], workload
                      "(in the history or an imported baseline): not judged")
     name = "busbw-below-baseline" if workload == "collective" else "tokens-below-baseline"
     return [f for group, sizes in sorted(groups.items(), key=lambda item: str(item[0]))
-            if (f := _finding(node, name, workload, group, sizes, rule.min_share if workload == "collective" else 1.0))]
+            if (f := _finding(node, name, workload, group, sizes, rule.min_share if workload == "collective" else 1.0))], bool(groups)
 
 
 def _reference(key: tuple, others: list[dict[str, Any]], imported: dict[tuple, Baseline], min_results: int) -> Baseline | None:
@@ -197,11 +202,13 @@ def _ranks(device: str, count) -> str:
 
 
 # -- against the peers ----------------------------------------------------------------------
-def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules, notes: list[str]) -> list[Finding]:
+def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules,
+                      notes: list[str]) -> tuple[list[Finding], bool]:
+    """The node's findings by the rule, and whether it compared any case of the node with peers."""
     rule = rules.rules.slower_than_peers
     campaign = _latest_campaign(node, history)
     if campaign is None:
-        return []
+        return [], False
     fingerprints = {f["fingerprint"] for f in history if f["node"] == node and f["campaign"] == campaign}
     in_campaign = [f for f in history if f["campaign"] == campaign and f["fingerprint"] in fingerprints]
     groups: dict[tuple, list[Fallen]] = defaultdict(list)
@@ -232,7 +239,7 @@ def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules, no
                      "peers: not compared with peers")
     return [f for group, sizes in sorted(groups.items(), key=lambda item: str(item[0]))
             if (f := _finding(node, "slower-than-peers", group[1], group, sizes, rule.min_share,
-                              peers=f", campaign {campaign}"))]
+                              peers=f", campaign {campaign}"))], bool(groups)
 
 
 def _latest_campaign(node: str, history: list[dict[str, Any]]) -> str | None:
@@ -244,11 +251,12 @@ def _latest_campaign(node: str, history: list[dict[str, Any]]) -> str | None:
 
 
 # -- tasks that failed where their peers passed ------------------------------------------------
-def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> list[Finding]:
+def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> tuple[list[Finding], bool]:
+    """The node's findings by the rule, and whether it had tasks in a campaign to judge."""
     rule = rules.rules.task_failed
     campaign = _latest_campaign(node, history)
     if campaign is None:
-        return []
+        return [], False
     in_campaign = [f for f in history if f["campaign"] == campaign]
     found = []
     seen: set[tuple] = set()
@@ -277,7 +285,7 @@ def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> list[
             measurement={"workload": failed["workload"], "case": {"gpus": failed["gpus"]}, "fingerprint": failed["fingerprint"],
                          "sizes": [failed["bytes"]] if failed["bytes"] else []},
         ))
-    return found
+    return found, True
 
 
 # -- what confirms a finding ---------------------------------------------------------------

@@ -47,9 +47,17 @@ class NodeOutcome:
     held: str | None = None  # the guardrail that held the drain
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    judged: bool = True  # False: no rule could read anything of the node (no NVML, no findings)
+
+    @property
+    def healthy(self) -> bool | None:
+        """False when a rule fired, None when nothing was judged, else True."""
+        if self.findings:
+            return False
+        return True if self.judged else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "mode": self.mode, "healthy": not self.findings, "drained": self.drained,
+        return {"node": self.node, "mode": self.mode, "healthy": self.healthy, "drained": self.drained,
                 "held": self.held, "reason": self.acted[0].reason if self.acted else None,
                 "findings": [f.to_json() for f in self.findings], "notes": self.notes, "seconds": round(self.seconds, 3)}
 
@@ -94,9 +102,13 @@ def health_check(store, rules: Rules, node: str, report_only: bool = False, prob
         seen_twice = {f.key for f in again}
         outcome.notes += [f"{node}: {f.check} ({f.metric}) not seen on a second read: not acted on" for f in first if f.key not in seen_twice]
         first = [f for f in first if f.key in seen_twice]
-    record_check(store, node, "health-check", judged, first, confirmed=True)
+    if judged:  # a check that read nothing is no verdict: the node keeps the one it had
+        record_check(store, node, "health-check", judged, first, confirmed=True)
     outcome.findings = list(first)
     open_rows = stored_findings(store, [node])
+    outcome.judged = bool(judged or open_rows)
+    if not outcome.judged:
+        outcome.notes.append(f"{node}: no live rule could be read and no finding is open: not judged; nothing drained")
     confirmed = [row for row in open_rows if row["confirmed"] and row["rule"] not in judged]
     for row in open_rows:
         if not row["confirmed"] and row["rule"] not in judged:
@@ -231,4 +243,4 @@ def prolog_findings(store, rules: Rules, node: str, records: list) -> list[Findi
     history = history_of(store, node, include_cpu=rules.include_cpu or records[0].gpu_count == 0)
     fingerprints = {f["fingerprint"] for f in history if f["fingerprint"]}
     judged_rules = rules.model_copy(update={"repeats": 1})
-    return below_baseline(node, group_by_case(history), "collective", judged_rules, imported(store, fingerprints), [])
+    return below_baseline(node, group_by_case(history), "collective", judged_rules, imported(store, fingerprints), [])[0]

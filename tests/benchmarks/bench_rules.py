@@ -97,7 +97,7 @@ def flagged_share(drop: float, repeats: int, run, node_pool, sizes, rng, scale: 
         for n in range(NODES):
             history += facts(f"n{n}", rng.choice(node_pool) * rng.choice((-1, 1)), 0.0, sizes, run, rng, len(history), "1")
         judged = facts("suspect", rng.choice(node_pool) * rng.choice((-1, 1)), drop, sizes, run, rng, len(history), "2")
-        found = below_baseline("suspect", group_by_case(history + judged[: repeats * len(sizes)]), "collective", rules, {}, [])
+        found, _ = below_baseline("suspect", group_by_case(history + judged[: repeats * len(sizes)]), "collective", rules, {}, [])
         hits += bool(found)
     return hits / TRIALS
 

@@ -23,7 +23,7 @@ FAKE_NVML = Path(__file__).with_name("fake_nvml")
 
 def doctor(url: str, *args: str, env: dict | None = None) -> tuple[int, dict]:
     proc = wirewise("doctor", *args, "--json", "--db", url, env=env)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode in (0, 1, 3), proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
 
@@ -80,8 +80,10 @@ def test_too_little_history_is_said_not_judged(report_db, tmp_path):
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     import_log(tmp_path, fresh, "lonely", 1.0)
     code, found = doctor(fresh, "--node", "lonely")
-    assert code == 0 and found["notes"] == ["lonely: 20 collective case(s) have fewer than 3 results to compare with "
-                                            "(in the history or an imported baseline): not judged"]
+    assert (code, found["healthy"], found["verdicts"]) == (3, None, {"lonely": "not judged"})  # not "healthy": exit 3
+    assert found["notes"] == ["lonely: 20 collective case(s) have fewer than 3 results to compare with "
+                              "(in the history or an imported baseline): not judged",
+                              "lonely: no rule could compare anything of it: not judged (not the same as healthy)"]
 
 
 def test_live_links_and_pcie_through_nvml(report_db):
@@ -121,8 +123,8 @@ def test_live_wiring_that_no_longer_matches_the_stored_one(report_db):
 
 
 def test_without_nvml_the_live_checks_are_skipped_with_a_note(report_db):
-    code, found = doctor(report_db, "--node", short_hostname())
-    assert code == 0 and any("live checks skipped" in note for note in found["notes"])
+    code, found = doctor(report_db, "--node", short_hostname())  # no results of its own either: nothing judged
+    assert code == 3 and any("live checks skipped" in note for note in found["notes"])
 
 
 def test_an_unknown_node_exits_2(report_db):
