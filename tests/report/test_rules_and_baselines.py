@@ -105,3 +105,22 @@ def test_the_health_check_imports_no_torch_and_reads_nvml(report_db, tmp_path):
     outcome = json.loads(found.stdout)
     assert (outcome["drained"], [f["reason"] for f in outcome["findings"]]) == (False, ["wirewise:nvlink-inactive:gpu1.nvlink:-2"])
     assert outcome["seconds"] < 10
+
+
+def test_a_health_check_that_could_read_nothing_is_not_judged_and_drains_nothing(tmp_path):
+    """No NVML here (the real machine's view) and no finding open: the check says 'not judged'
+    in a note and records no verdict. As slurmd runs it, exit 0 (nothing drained: Slurm is not
+    even asked); with --report-only, exit 3, so a script does not read it as healthy."""
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    for extra, code in (([], 0), (["--report-only"], 3)):
+        proc = wirewise("doctor", "--health-check", *extra, "--json", "--node", "gpu-7", "--db", url)
+        assert proc.returncode == code, proc.stderr
+        outcome = json.loads(proc.stdout)
+        assert (outcome["healthy"], outcome["drained"], outcome["findings"]) == (None, False, [])
+        assert "gpu-7: no live rule could be read and no finding is open: not judged; nothing drained" in proc.stderr
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "fresh.db") as db:
+        assert db.execute("SELECT count(*) FROM node_checks").fetchone() == (0,)  # no verdict recorded
+    human = wirewise("doctor", "--health-check", "--node", "gpu-7", "--db", url)
+    assert human.returncode == 0 and human.stdout.startswith("gpu-7: not judged (health-check")
