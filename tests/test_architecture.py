@@ -36,7 +36,9 @@ ALLOWED = {
     ("cli", "contract"): None,
     ("cli", "orchestrator"): None,
     ("cli", "cli"): None,
-    ("db", "orchestrator"): {"wirewise.orchestrator.store.schema", "wirewise.orchestrator.store.engine"},
+    # the store's case columns: a migration that adds a case field fills it by the store's own code
+    ("db", "orchestrator"): {"wirewise.orchestrator.store.schema", "wirewise.orchestrator.store.engine",
+                             "wirewise.orchestrator.store.cases"},
     ("db", "db"): None,
 }
 # (importer module, imported module): the front door above, allowed inside functions only.

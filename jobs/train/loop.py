@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from wirewise import registry
+from wirewise.case import AUTO_PRECISION
 from wirewise.jobs.failures import memory_now
 from wirewise.jobs.train.data import dataset_classes, make_batches
 from wirewise.jobs.train.flops import datasheet_flops, mfu, peak_flops, train_flops_per_token
@@ -67,8 +68,9 @@ def run_rank(raw_params: dict[str, Any], ctx) -> list[dict[str, Any]]:
 
 
 def resolve_precision(asked: str, device) -> str:
+    """What --precision auto runs as on this device: the case's rule (wirewise.case.AUTO_PRECISION)."""
     if asked == "auto":
-        return "bf16-mixed" if device.type == "cuda" else "fp32"
+        return AUTO_PRECISION["gpu" if device.type == "cuda" else "cpu"]
     return asked
 
 

@@ -45,7 +45,10 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
             add_topology(session, topology, node_name(topology, node or (records[0].node if records else None)))
         for other, name in other_nodes:
             add_topology(session, other, name)
-        return sum(insert_results(session, rows[i : i + 500]) for i in range(0, len(rows), 500))
+        from wirewise.orchestrator.store.cases import with_cases
+
+        cased = with_cases(session.connection(), rows)  # after the wirings: the geometry reads them
+        return sum(insert_results(session, cased[i : i + 500]) for i in range(0, len(cased), 500))
 
     return store.write(write)
 

@@ -72,6 +72,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wirewise.case import REDUCING_OPS
 from wirewise.errors import UserError
 from wirewise.limits import MAX_LOG_BYTES, read_bounded
 from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord, figure_problem
@@ -83,7 +84,6 @@ if TYPE_CHECKING:
 
 # nccl-tests binary (without _perf) -> wirewise op name where they differ.
 OP_FROM_TEST = {"alltoall": "all_to_all"}
-REDUCING_OPS = {"all_reduce", "reduce_scatter", "reduce"}
 NON_REDUCING_OPS = {"all_gather", "broadcast", "all_to_all", "sendrecv", "gather", "scatter", "hypercube", "alltoallv"}
 KNOWN_OPS = REDUCING_OPS | NON_REDUCING_OPS
 # Ops whose printed size is ranks x count x element size (their GetCollByteCount).

@@ -37,7 +37,7 @@ STATUSES = ("ok", "oom", "failed", "timeout", "cancelled")
 # the types; tests/store checks these against it).
 JSON_COLUMNS = frozenset({"params", "nodes", "node_fingerprints", "gpus", "versions", "env", "peak_mem_bytes",
                           "model_state_bytes", "extra"})
-FLAG_COLUMNS = frozenset({"in_place"})
+FLAG_COLUMNS = frozenset({"in_place", "cuda_graph", "compile"})
 NUMBER_COLUMNS = frozenset({"time_us", "algbw_gbs", "busbw_gbs", "step_time_s", "samples_per_s", "tokens_per_s", "mfu"})
 
 

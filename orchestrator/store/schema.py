@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from wirewise.orchestrator.store.cases import case_columns
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -106,7 +108,9 @@ TASKS = Table(
     Column("updated_at", WHEN, nullable=False, default=utcnow, onupdate=utcnow),
 )
 
-# One measurement; columns are the fields of wirewise.record.ResultRecord.
+# One measurement; columns are the fields of wirewise.record.ResultRecord, then its case: the
+# fields the store derives once from the record (wirewise.case.FIELDS, store/cases.py; db/versions/0010)
+# and the case's key.
 RESULTS = Table(
     "results", METADATA,
     _id(),
@@ -151,6 +155,7 @@ RESULTS = Table(
     Column("model_state_bytes", JSON),
     Column("mfu", Double),
     Column("extra", JSON, nullable=False),
+    *case_columns(),
     Index("ix_results_collective", "fingerprint", "op", "bytes"),
     Index("ix_results_train", "fingerprint", "model", "strategy", "gpu_count"),
     # `wirewise results` / `report` / `doctor` filters (db/versions/0004)
@@ -159,6 +164,11 @@ RESULTS = Table(
     Index("ix_results_started_at", "started_at"),
     Index("ix_results_campaign_case", "campaign", "workload", "model"),
     Index("ix_results_source", "source"),
+    # every reader groups by the case (db/versions/0010): results and compare by it alone, the
+    # baselines by a wiring and a case
+    Index("ix_results_case", "case_key"),
+    Index("ix_results_fingerprint_case", "fingerprint", "case_key"),
+    Index("ix_results_placement", "placement"),
 )
 
 # A user's own command submitted by `wirewise run`, with the placement it got: the GPUs it

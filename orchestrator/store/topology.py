@@ -61,11 +61,17 @@ class NodeWiring:
     @property
     def groups(self) -> list[list[int]] | None:
         """NVLink groups in the node's own GPU numbering."""
-        if "links" not in self.details:
-            return self.parsed.get("groups")
-        from wirewise.topology.classify import classify
+        return wiring_groups(self.parsed, self.details)
 
-        return classify(self.details["links"], self.details["gpu_names"]).groups
+
+def wiring_groups(parsed: dict[str, Any], details: dict[str, Any]) -> list[list[int]] | None:
+    """A node's NVLink groups in its own GPU numbering, from its wiring's row (`parsed`) and the
+    node's own (`details`); rows stored before nodes kept their matrix: the wiring's."""
+    if "links" not in details:
+        return parsed.get("groups")
+    from wirewise.topology.classify import classify
+
+    return classify(details["links"], details["gpu_names"]).groups
 
 
 def node_wirings(store: Store, fingerprints: Iterable[str] | None = None, nodes: Iterable[str] | None = None) -> list[NodeWiring]:

@@ -59,6 +59,7 @@ def build(path: Path, rows: int) -> dict[str, str]:
     fingerprint of each wiring file."""
     from sqlalchemy import func, select
 
+    from wirewise.case import derive
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.orm import ResultRow
     from wirewise.orchestrator.store.topology import save_topology
@@ -76,9 +77,11 @@ def build(path: Path, rows: int) -> dict[str, str]:
             save_topology(store, topo, f"n{n:02d}")
     rng = random.Random(0)
     empty = {column.name: None for column in ResultRow.__table__.columns if column.name != "id" and column.nullable}
+    groups = {topo.fingerprint: topo.groups for topo in wirings.values()}  # each wiring's, for the case's geometry
     batch = 20_000
     for first in range(0, rows, batch):
-        values = [{**empty, **_row(rng, first + i, wirings)} for i in range(min(batch, rows - first))]
+        made = [{**empty, **_row(rng, first + i, wirings)} for i in range(min(batch, rows - first))]
+        values = [{**row, **derive(row, groups[row["fingerprint"]])} for row in made]  # as storing a record does
         with store.session() as session:
             session.execute(ResultRow.__table__.insert(), values)
     print(f"  built {path.name}: {rows:,} rows in {time.perf_counter() - started:.0f} s", flush=True)

@@ -82,9 +82,13 @@ def test_record_round_trips_every_field(db_url):
 
 
 def test_results_table_matches_the_record_contract():
-    """Every ResultRecord field is a column, and nothing else is (the record IS the row)."""
+    """Every ResultRecord field is a column, and so is each field the store derives for the case
+    (wirewise.case.FIELDS) and the case's key; nothing else is."""
+    from wirewise.case import FIELDS
+
     columns = set(Base.metadata.tables["results"].columns.keys()) - {"id"}
-    assert columns == set(ResultRecord.model_fields)
+    assert columns == set(ResultRecord.model_fields) | set(FIELDS) | {"case_key"}
+    assert not set(FIELDS) & set(ResultRecord.model_fields)
 
 
 def test_migrations_match_the_models(db_url):
