@@ -92,16 +92,25 @@ def gpu_count(lib: Any = None) -> int:
 
 
 def gpu_uuids(lib: Any = None) -> dict[str, int]:
-    """Every GPU's UUID with its nvidia-smi index; {} without NVML."""
+    """The UUID of every GPU this process may open, and of every MIG instance on it, with the
+    GPU's nvidia-smi index; {} without NVML."""
     with session(lib, required=False) as nvml:
         if nvml is None:
             return {}
         found = {}
         for index, handle in _handles(nvml):
-            uuid = text(query(nvml, "nvmlDeviceGetUUID", handle))
-            if uuid:
-                found[uuid] = index
+            for device in [handle, *_mig_devices(nvml, handle)]:
+                uuid = text(query(nvml, "nvmlDeviceGetUUID", device))
+                if uuid:
+                    found[uuid] = index
         return found
+
+
+def _mig_devices(nvml: Any, handle: Any) -> list[Any]:
+    """The MIG instances of a GPU (none where MIG is off or these bindings predate it)."""
+    slots = query(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle) or 0
+    found = (query(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", handle, slot) for slot in range(slots))
+    return [device for device in found if device is not None]
 
 
 def busy_gpus(lib: Any = None) -> set[int] | None:

@@ -17,10 +17,13 @@ What the record says:
   wait for each other every step), tokens/s and samples/s are all ranks' counts over it;
 - peak memory per rank: the allocator's peak on a GPU, the process's peak RSS on CPU ranks, as
   benchmark records say it (jobs.failures.memory_now);
-- where it ran: inside `wirewise launch`, its launch file (wirewise.launch) names the GPUs, the
-  placement, the strategy chosen and why, and the node's wiring (fingerprint); otherwise what
-  this process can see: CUDA_VISIBLE_DEVICES (or one GPU per local rank) and the wiring NVML
-  reports;
+- where it ran, as the control plane would state it: every rank says its node (Slurm's name for
+  it, else the host's) and the GPUs it used by their physical index (wirewise.jobenv maps
+  CUDA_VISIBLE_DEVICES through Slurm's renumbering and NVML's UUIDs), and rank 0 gathers them:
+  the record names every node, node 0 first, node 0's GPUs, and counts every node's, with or
+  without `wirewise launch` and with or without Slurm. Inside `wirewise launch` its launch file
+  (wirewise.launch) adds the placement, the strategy chosen and why, and the node's wiring
+  (fingerprint); otherwise the wiring is the one NVML reports;
 - the strategy is what ran: read from accelerate's state where accelerate built one (DDP, FSDP,
   DeepSpeed's ZeRO stage), kept under the launch's name when that name's descriptor runs the
   same way (a plug-in's variant), and recorded beside the launch's choice when they differ.
@@ -56,6 +59,9 @@ class RankFigures:
     samples_per_step: float | None
     peak_mem_bytes: int
     device: str  # cuda | cpu
+    node: str  # the node the rank ran on, as Slurm names it (JobEnv.node_name)
+    gpus: list[int]  # the GPUs it used, by physical index; [] on the CPU or where they could not be named
+    gpu_problem: str | None = None  # why a GPU rank's GPUs could not be named
 
 
 def record_job(
@@ -83,7 +89,7 @@ def record_job(
     steady = list(step_times_s)[warmup_steps:]
     if not steady:
         raise ValueError(f"record_job needs more than {warmup_steps} step time(s) (the warm-up is left out)")
-    mine = RankFigures(steady, tokens_per_step, samples_per_step, *_peak_memory())
+    mine = RankFigures(steady, tokens_per_step, samples_per_step, *_rank_here())
     ranks, rank = _gather(mine)
     if rank != 0:
         return None
@@ -116,7 +122,6 @@ def job_record(
     """(the record, the node's Topology or None) from every rank's figures and what the launch
     said; `ran` is accelerate's own view (accelerate_engine). Pure: tests feed it figures."""
     from wirewise.jobs.records import env_to_record
-    from wirewise.topology import node_name
 
     step_time = max(fmean(r.step_times_s) for r in ranks)
     tokens = _summed([r.tokens_per_step for r in ranks])
@@ -126,7 +131,7 @@ def job_record(
     launched = launch.strategy if launch else os.environ.get(STRATEGY_ENV)
     ran = ran or {}
     name, strategy_note = _strategy(strategy or launched, ran)
-    gpus = (launch.gpus if launch else _visible_indices(len(ranks))) if device == "cuda" else []
+    where, where_notes = _where(ranks, device, topo)
     model = model or (launch.model if launch else None)
     ended = datetime.now(timezone.utc)
     steps = len(ranks[0].step_times_s)
@@ -140,6 +145,7 @@ def job_record(
         "peak_mem_source": "torch.cuda.max_memory_allocated" if device == "cuda" else "ru_maxrss of the rank process",
         **({"accelerate_distributed_type": ran["distributed_type"]} if ran.get("distributed_type") else {}),
         **({"strategy_note": strategy_note} if strategy_note else {}),
+        **where_notes,
         **_launch_details(launch, device),
         **(extra or {}),
     }
@@ -150,8 +156,7 @@ def job_record(
             "seq_len": seq_len, "precision": precision or RAN_AS.get(ran.get("mixed_precision")), "steps": steps,
             "warmup_steps": warmup_steps, "placement": launch.placement if launch else None, "transport": "default",
         }.items() if v is not None},
-        **_nodes(launch, node_name(topo), topo), gpus=gpus, gpu_count=len(gpus) * (len(launch.nodes) if launch else 1),
-        fingerprint=topo.fingerprint if topo else None, fabric=topo.fabric if topo else None,
+        **where, fingerprint=topo.fingerprint if topo else None, fabric=topo.fabric if topo else None,
         started_at=started_at or ended - timedelta(seconds=sum(ranks[0].step_times_s)), ended_at=ended,
         versions=_versions(), env=env_to_record(os.environ),
         model=model, strategy=name, world_size=len(ranks), micro_batch=micro_batch, seq_len=seq_len,
@@ -224,16 +229,28 @@ def store_result(path: Path, db: str | None) -> bool:
 # ------------------------------------------------------------------------ the pieces
 
 
-def _peak_memory() -> tuple[int, str]:
-    """(peak bytes of this rank, its device)."""
+def _rank_here() -> tuple[int, str, str, list[int], str | None]:
+    """(peak bytes, device, node, physical GPUs used, why they could not be named) of this rank.
+    The GPUs used are the current device and any other this process allocated memory on (a lone
+    process may spread a model over several); torch numbers them as CUDA_VISIBLE_DEVICES lists
+    them, which wirewise.jobenv maps to physical indices."""
+    from wirewise.errors import UserError
+    from wirewise.jobenv import read_job_env
     from wirewise.jobs.failures import memory_now
 
     import torch
 
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        device = torch.device("cuda", torch.cuda.current_device())
-        return memory_now(device)["cuda_peak_allocated_bytes"], "cuda"
-    return memory_now(None)["host_peak_rss_bytes"], "cpu"
+    job = read_job_env()
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return memory_now(None)["host_peak_rss_bytes"], "cpu", job.node_name, [], None
+    current = torch.cuda.current_device()
+    peak = memory_now(torch.device("cuda", current))["cuda_peak_allocated_bytes"]
+    used = [i for i in range(torch.cuda.device_count()) if i == current or torch.cuda.max_memory_reserved(i) > 0]
+    try:
+        physical = job.physical_gpus()
+    except UserError as exc:
+        return peak, "cuda", job.node_name, [], str(exc)
+    return peak, "cuda", job.node_name, used if physical is None else [physical[i] for i in used], None
 
 
 def _gather(mine: RankFigures) -> tuple[list[RankFigures], int]:
@@ -300,13 +317,25 @@ def _seen_strategy(ran: dict[str, Any]) -> str | None:
     return None
 
 
-def _nodes(launch: LaunchFile | None, here: str, topo) -> dict[str, Any]:
-    """The record's node fields: every node of the launch, node 0 first; only node 0's wiring is
-    known here (the launch placed the same GPUs on nodes it took to be of one wiring)."""
-    names = [here, *launch.nodes[1:]] if launch else [here]
-    fingerprint = topo.fingerprint if topo else None
-    return {"node": here, "node_count": len(names), "nodes": names,
-            "node_fingerprints": [fingerprint, *[None] * (len(names) - 1)]}
+def _where(ranks: list[RankFigures], device: str, topo) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the record's node and GPU fields, notes for its extra) from what every rank said: the
+    nodes in rank order (node 0 first), node 0's GPUs, and every node's GPUs counted (a GPU rank
+    whose GPU could not be named counts as one, and the notes say why). Only node 0's wiring is
+    known here. CPU ranks hold no GPUs, as benchmark records say (wirewise.jobs.records)."""
+    nodes = list(dict.fromkeys(r.node for r in ranks))
+    held = {node: sorted({g for r in ranks if r.node == node for g in r.gpus}) for node in nodes}
+    on_gpu = device == "cuda"
+    notes: dict[str, Any] = {}
+    if on_gpu and len({tuple(g) for g in held.values()}) > 1:
+        notes["node_gpus"] = held  # the nodes held different GPUs: each node's, beside node 0's
+    problems = sorted({r.gpu_problem for r in ranks if r.gpu_problem})
+    if on_gpu and problems:
+        notes["gpu_problem"] = "; ".join(problems)
+    unnamed = sum(1 for r in ranks if not r.gpus) if on_gpu else 0
+    return {"node": nodes[0], "node_count": len(nodes), "nodes": nodes,
+            "node_fingerprints": [topo.fingerprint if topo else None, *[None] * (len(nodes) - 1)],
+            "gpus": held[nodes[0]] if on_gpu else [],
+            "gpu_count": sum(len(g) for g in held.values()) + unnamed if on_gpu else 0}, notes
 
 
 def _launch_details(launch: LaunchFile | None, device: str) -> dict[str, Any]:
@@ -321,16 +350,6 @@ def _launch_details(launch: LaunchFile | None, device: str) -> dict[str, Any]:
     if device == "cpu" and launch.assigned_gpus:
         found["assigned_gpus"] = launch.assigned_gpus
     return found
-
-
-def _visible_indices(ranks: int) -> list[int]:
-    """A job started without `wirewise launch`: its GPUs as CUDA_VISIBLE_DEVICES names them (where
-    Slurm renumbers them inside a device cgroup, those names are the job's, not nvidia-smi's),
-    else the first ones, one per rank on this node, as torch hands them out by local rank."""
-    parts = [p.strip() for p in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if p.strip()]
-    if parts:
-        return [int(p) for p in parts] if all(p.isdigit() for p in parts) else []
-    return list(range(int(os.environ.get("LOCAL_WORLD_SIZE") or ranks)))
 
 
 def _summed(values: list[float | None]) -> float | None:

@@ -6,9 +6,9 @@ Called the same way from every caller:
 - a multi-node Slurm step: `srun --ntasks-per-node=1 python -P -m wirewise.jobs.launch RUN_DIR` (one
   supervisor per node).
 
-Across nodes, each supervisor reads its node rank (SLURM_NODEID) and the step's hosts
-(SLURM_JOB_NODELIST, expanded by submitit's own hostlist code) from the environment, without
-running a Slurm command; the first host is the master address. The supervisors watch each
+Across nodes, each supervisor reads its node rank and the step's hosts from the environment
+(wirewise.jobenv: SLURM_NODEID, SLURM_STEP_NODELIST expanded by submitit's own hostlist code),
+without running a Slurm command; the first host is the master address. The supervisors watch each
 other through the run folder (wirewise.jobs.peers), so a failure on any node ends the task on
 every node within FAILURE_GRACE_S, and a lost node within PEER_SILENCE_S (wirewise.jobs.peers).
 
@@ -29,7 +29,6 @@ import socket
 import subprocess
 import sys
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.atomic import write_json_atomic
+from wirewise.jobenv import read_job_env
 from wirewise.runs import RESULT_FILE
 from wirewise.task import TaskSpec
 from wirewise.jobs.peers import Peers
@@ -94,34 +94,17 @@ class Layout:
     def detect(cls, spec: TaskSpec) -> Layout:
         if spec.nnodes == 1:
             return cls(0, 1, "127.0.0.1", _free_port())
-        env = os.environ
-        if "SLURM_NODEID" not in env or "SLURM_JOB_NODELIST" not in env:
+        job = read_job_env()
+        if not job.nodes:
             raise RuntimeError(f"{spec.nnodes} nodes requested but not inside a Slurm step (run it under srun)")
-        from submitit.slurm.slurm import SlurmJobEnvironment
-
-        hosts = tuple(SlurmJobEnvironment().hostnames)
+        hosts = tuple(job.nodes)
         if len(hosts) != spec.nnodes:
             raise RuntimeError(f"Slurm gave {len(hosts)} nodes ({','.join(hosts)}), the task asks for {spec.nnodes}")
-        return cls(int(env["SLURM_NODEID"]), spec.nnodes, hosts[0], step_port(env), hosts)
+        return cls(job.node_index, spec.nnodes, hosts[0], job.step_port, hosts)
 
     def node_of(self, rank: int, nproc_per_node: int) -> str | None:
         """The host a rank runs on (None on one node, where it goes without saying)."""
         return self.hosts[rank // nproc_per_node] if self.hosts else None
-
-
-def step_port(env) -> int:
-    """The rendezvous port of a Slurm job step: every node of the step derives the same one
-    from the job and step ids (no side channel), and two steps of one job get different ones."""
-    step = f"{env.get('SLURM_JOB_ID', '0')}.{env.get('SLURM_STEP_ID', '0')}"
-    return 20000 + zlib.crc32(step.encode()) % 20000
-
-
-def step_key(env) -> str | None:
-    """What names one run of a Slurm job step on every node of it: the job, the step and the
-    run (a requeued job keeps its id and counts SLURM_RESTART_COUNT up). None outside Slurm."""
-    if "SLURM_JOB_ID" not in env:
-        return None
-    return f"{env['SLURM_JOB_ID']}.{env.get('SLURM_STEP_ID', '0')}.{env.get('SLURM_RESTART_COUNT', '0')}"
 
 
 def _free_port() -> int:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirewise.jobenv import read_job_env
 from wirewise.task import TaskSpec
 
 
@@ -24,15 +24,12 @@ class RankContext:
 
     @classmethod
     def from_env(cls, spec: TaskSpec, run_dir: Path) -> RankContext:
-        env = os.environ
-        return cls(
-            spec=spec,
-            run_dir=run_dir,
-            rank=int(env["RANK"]),
-            world_size=int(env["WORLD_SIZE"]),
-            local_rank=int(env["LOCAL_RANK"]),
-            local_world_size=int(env["LOCAL_WORLD_SIZE"]),
-        )
+        """This rank's place, as wirewise.jobs.launch set it (read by wirewise.jobenv)."""
+        ranks = read_job_env().ranks
+        if ranks is None or ranks.rank is None or ranks.local_rank is None:
+            raise RuntimeError("RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE are unset: a rank runs under wirewise.jobs.launch")
+        return cls(spec=spec, run_dir=run_dir, rank=ranks.rank, world_size=ranks.world_size,
+                   local_rank=ranks.local_rank, local_world_size=ranks.local_world_size)
 
     @property
     def is_main(self) -> bool:

@@ -234,6 +234,31 @@ def test_nvml_is_asked_through_one_module() -> None:
     assert importers == ["contract/nvml.py"]
 
 
+SCHEDULER_VARIABLES = {"SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
+
+
+def test_the_schedulers_environment_is_read_in_one_place() -> None:
+    """Slurm's variables, CUDA_VISIBLE_DEVICES and the launchers' rank variables are read by
+    contract/jobenv.py alone (env.get("X"), env["X"], "X" in env); setting them is free."""
+    def scheduler(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+            node.value.startswith("SLURM_") or node.value in SCHEDULER_VARIABLES)
+
+    readers = []
+    for path, text in _source_of("contract", "orchestrator", "jobs").items():
+        if path == ROOT / "contract" / "jobenv.py":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            read = (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and scheduler(node.slice)
+                    or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("get", "getenv") and node.args and scheduler(node.args[0])
+                    or isinstance(node, ast.Compare) and scheduler(node.left)
+                    and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops))
+            if read:
+                readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not readers, readers
+
+
 def test_the_control_plane_reaches_slurm_only_through_its_folder() -> None:
     """No Slurm command is named outside orchestrator/slurm/ (its one runner, one error path and
     one timeout); sbatch goes through submitit, and the compute side (jobs/) is not the control plane."""

@@ -22,7 +22,7 @@ from pathlib import Path
 import submitit
 
 from wirewise.orchestrator.campaign.folder import CampaignFolder
-from wirewise.orchestrator.slurm.gpus import device_ids
+from wirewise.jobenv import read_job_env
 
 Attempt = tuple[str, int]  # (task id, attempt number): one go of a task
 OnTask = Callable[[str, str], None]  # (task id, status) after each task
@@ -30,18 +30,19 @@ OnTask = Callable[[str, str], None]  # (task id, status) after each task
 
 def run_bundle(folder: str | Path, runs: list[Attempt], on_task: OnTask | None = None) -> dict[str, str]:
     """Run the bundle's tasks here; returns {task id: status} of what it ran."""
-    from wirewise.jobs.launch import run_task, step_key
+    from wirewise.jobs.launch import run_task
     from wirewise.runs import RESULT_FILE
 
     campaign = CampaignFolder(Path(folder))
+    job = read_job_env()
     ran: dict[str, str] = {}
     for task_id, attempt in runs:
         outcome = campaign.outcome(task_id)
         if outcome is not None and outcome["attempt"] >= attempt:
             continue  # finished before a requeue
-        attempt = campaign.claim_attempt(task_id, attempt, step_key(os.environ))
+        attempt = campaign.claim_attempt(task_id, attempt, job.step_key)
         spec = campaign.read_task(task_id)
-        spec = spec.model_copy(update={"attempt": attempt, "device_ids": device_ids(spec.gpus, os.environ)})
+        spec = spec.model_copy(update={"attempt": attempt, "device_ids": job.device_ids(spec.gpus)})
         result = run_task(spec, campaign.attempt_dir(task_id, attempt))
         if result.name != RESULT_FILE:
             continue  # another node of a multi-node task: node 0 writes the result
@@ -73,6 +74,7 @@ class Bundle(submitit.helpers.Checkpointable):
     def checkpoint(self, *args, **kwargs):
         from wirewise.orchestrator.slurm.cluster import allow_requeue
 
-        if "SLURM_JOB_ID" in os.environ:
-            allow_requeue(os.environ["SLURM_JOB_ID"])
+        job_id = read_job_env().job_id
+        if job_id is not None:
+            allow_requeue(job_id)
         return super().checkpoint(*args, **kwargs)

@@ -4,7 +4,7 @@ as they run. It lives on storage both see (for Slurm, a shared file system).
     FOLDER/spec.yaml                      the spec as submitted
     FOLDER/plan.json                      the plan (`campaign plan --json`)
     FOLDER/tasks/TASK/spec.json           the task (wirewise.task.TaskSpec)
-    FOLDER/tasks/TASK/attemptN.claim      which run took attempt N (the Slurm step, wirewise.jobs.launch.step_key)
+    FOLDER/tasks/TASK/attemptN.claim      which run took attempt N (the Slurm step, wirewise.jobenv.JobEnv.step_key)
     FOLDER/tasks/TASK/attemptN/           run folder of the N-th run: rank logs, result.json
     FOLDER/tasks/TASK/outcome.json        {"status", "attempt"} of the latest finished run
     FOLDER/submitit/                      submitit's pickles and job logs (the Slurm executor's)

@@ -75,9 +75,9 @@ def _on_node(rules, node: str | None, db: str | None, json: bool, mode: str, rep
     """The health check or the prolog on this node, under its watchdog. Exit status: the health
     check 0 (a drain is its answer; 1 with --report-only when a rule fired), the prolog 1 when
     it drained the node (Slurm then requeues the job), else 0."""
-    import os
     import time
 
+    from wirewise.jobenv import read_job_env
     from wirewise.orchestrator.health import node as on_node
     from wirewise.orchestrator.store import Store
 
@@ -89,7 +89,7 @@ def _on_node(rules, node: str | None, db: str | None, json: bool, mode: str, rep
     if mode == "health-check":
         outcome = on_node.health_check(store, rules, name, report_only)
     else:
-        outcome = on_node.prolog(store, rules, name, dict(os.environ), deadline)
+        outcome = on_node.prolog(store, rules, name, read_job_env(), deadline)
     if json:
         print_json(outcome.to_json())
     else:

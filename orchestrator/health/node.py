@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirewise.errors import UserError
+from wirewise.jobenv import JobEnv
 from wirewise.orchestrator.health.findings import Finding
 from wirewise.orchestrator.health.rules import Rules
 
@@ -64,10 +66,10 @@ class NodeOutcome:
 
 def this_node(given: str | None = None) -> str:
     """The node's Slurm name: --node, else SLURMD_NODENAME (slurmd sets it for the health check
-    and the prolog), else the short host name."""
-    from wirewise.topology.probe import short_hostname
+    and the prolog), else the short host name (wirewise.jobenv)."""
+    from wirewise.jobenv import read_job_env
 
-    return given or os.environ.get("SLURMD_NODENAME") or short_hostname()
+    return given or read_job_env().node_name
 
 
 def watchdog(limit_s: float, what: str) -> threading.Timer:
@@ -171,17 +173,19 @@ def most_severe(found: list[Finding]) -> Finding:
 
 
 # -- prolog -------------------------------------------------------------------------------------
-def job_gpus(env: dict[str, str]) -> list[int]:
-    """The job's GPUs as Slurm hands them to the prolog: SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES."""
-    from wirewise.ranges import GPU_INDICES, parse_ranges
-
-    text = env.get("SLURM_JOB_GPUS") or env.get("CUDA_VISIBLE_DEVICES") or ""
-    if not text.strip() or not text.replace(",", "").replace("-", "").isdigit():
+def job_gpus(job: JobEnv) -> list[int]:
+    """The job's GPUs on this node as Slurm hands them to the prolog: SLURM_JOB_GPUS, else
+    CUDA_VISIBLE_DEVICES by their physical index; none where neither names them (the check then
+    says so: a prolog never fails a job, or drains its node, over its own reading)."""
+    if job.slurm_gpus:
+        return job.slurm_gpus
+    try:
+        return sorted(set(job.physical_gpus() or []))
+    except UserError:
         return []
-    return parse_ranges(text, GPU_INDICES, option="SLURM_JOB_GPUS")
 
 
-def prolog(store, rules: Rules, node: str, env: dict[str, str], deadline: float) -> NodeOutcome:
+def prolog(store, rules: Rules, node: str, job: JobEnv, deadline: float) -> NodeOutcome:
     """The job's collective, judged; a drain for a fault (under the guardrails)."""
     import shutil
     import tempfile
@@ -194,7 +198,7 @@ def prolog(store, rules: Rules, node: str, env: dict[str, str], deadline: float)
 
     outcome = NodeOutcome(node, "prolog")
     started = time.monotonic()
-    gpus = job_gpus(env)
+    gpus = job_gpus(job)
     if len(gpus) < 2:
         outcome.notes.append(f"{node}: the job holds {len(gpus)} GPU(s): no collective to check")
         return outcome
@@ -215,7 +219,7 @@ def prolog(store, rules: Rules, node: str, env: dict[str, str], deadline: float)
 
     record_check(store, node, "prolog", {"busbw-below-baseline", "task-failed"}, outcome.findings, confirmed=True)
     if outcome.findings:
-        drain_here(store, rules, outcome, role=f"prolog of job {env.get('SLURM_JOB_ID', '?')}")
+        drain_here(store, rules, outcome, role=f"prolog of job {job.job_id or '?'}")
     outcome.seconds = time.monotonic() - started
     return outcome
 

@@ -148,7 +148,7 @@ def advise_job(
     (the CLI's --strategy)."""
     from wirewise.orchestrator.advise.estimate import check_sizes
     from wirewise.orchestrator.placement.history import History
-    from wirewise.orchestrator.slurm.gpus import visible_devices
+    from wirewise.jobenv import read_job_env
     from wirewise.orchestrator.store import Store
 
     env = os.environ if env is None else env
@@ -174,7 +174,7 @@ def advise_job(
         model=shape.name, params=shape.params, batch_size=batch_size,
         seq_len=shape.tokens_per_sample if shape.kind == "causal-lm" else None,
         device="cuda" if on_gpu else "cpu", nodes=allocation.nodes, processes_per_node=per_node,
-        gpus=chosen_gpus if on_gpu else [], cuda_visible_devices=visible_devices(chosen_gpus, env) if on_gpu else None,
+        gpus=chosen_gpus if on_gpu else [], cuda_visible_devices=read_job_env(env).visible_devices(chosen_gpus) if on_gpu else None,
         assigned_gpus=[] if on_gpu else chosen_gpus, placement=placement, strategies=_rows(advice, on_gpu),
         accelerate_config=configs[0], deepspeed_config=configs[1],
         slurm_job_id=allocation.slurm.job_id if allocation.slurm else None,

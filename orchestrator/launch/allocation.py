@@ -1,6 +1,6 @@
-"""What a job was given, read where it runs: the Slurm allocation (SLURM_*), the GPUs it may use
-(CUDA_VISIBLE_DEVICES, mapped to physical indices through SLURM_JOB_GPUS or NVML's UUIDs), this
-node's wiring, and whether the GPUs can run ranks at all.
+"""What a job was given, read where it runs: the Slurm allocation and the GPUs it may use by
+their physical index (both as wirewise.jobenv reads them), this node's wiring, and whether the
+GPUs can run ranks at all.
 
 - Inside an allocation the job's GPUs are its own: all of them are candidates.
 - On a workstation (no CUDA_VISIBLE_DEVICES) the candidates are the GPUs NVML sees idle.
@@ -20,13 +20,13 @@ from pathlib import Path
 
 from wirewise.errors import UserError
 from wirewise.launch import LAUNCH_FILE, LaunchFile, launch_dir, read_launch
-from wirewise.orchestrator.slurm.steps import SlurmJob, current_job
+from wirewise.jobenv import JobEnv, read_job_env
 from wirewise.topology import Topology, node_name, read_topology
 
 
 @dataclass(frozen=True)
 class Allocation:
-    slurm: SlurmJob | None
+    slurm: JobEnv | None  # the Slurm job it runs in; None outside one
     nodes: list[str]  # host names, node 0 first
     topo: Topology | None  # this node's wiring: the file given, else NVML's; None where neither
     live: bool  # a driver answers: ranks can run on the GPUs
@@ -36,20 +36,20 @@ class Allocation:
 
 
 def read_allocation(env: Mapping[str, str], topology_file: Path | None = None) -> Allocation:
-    slurm = current_job(env)
-    ranks = _running_ranks(env)
+    job = read_job_env(env)
+    slurm = job if job.in_slurm else None
     found = launch_dir(env)
-    if ranks is not None and found is not None and (found / LAUNCH_FILE).is_file():
+    if job.ranks is not None and found is not None and (found / LAUNCH_FILE).is_file():
         return _launched(slurm, read_launch(found))
     topo, live = _wiring(topology_file)
-    candidates, source = _candidates(env, topo, live, topology_file)
-    nodes = slurm.nodes if slurm is not None and slurm.nodes else [node_name(topo)]
-    if ranks is not None and ranks[1] != len(nodes):  # ranks started across machines without Slurm
-        nodes = [nodes[0], *(f"node{i}" for i in range(1, ranks[1]))]
-    return Allocation(slurm, nodes, topo, live, candidates, source, ranks[0] if ranks else None)
+    candidates, source = _candidates(job, topo, live, topology_file)
+    nodes = job.nodes or [node_name(topo)]
+    if job.ranks is not None and job.ranks.nodes != len(nodes):  # ranks started across machines without Slurm
+        nodes = [nodes[0], *(f"node{i}" for i in range(1, job.ranks.nodes))]
+    return Allocation(slurm, nodes, topo, live, candidates, source, job.ranks.local_world_size if job.ranks else None)
 
 
-def _launched(slurm: SlurmJob | None, launched: LaunchFile) -> Allocation:
+def _launched(slurm: JobEnv | None, launched: LaunchFile) -> Allocation:
     """The allocation as `wirewise launch` left it for its ranks."""
     topo = Topology.model_validate(launched.topology) if launched.topology else None
     return Allocation(
@@ -70,25 +70,17 @@ def _wiring(topology_file: Path | None) -> tuple[Topology | None, bool]:
         return None, False
 
 
-def _candidates(env: Mapping[str, str], topo: Topology | None, live: bool, topology_file) -> tuple[list[int] | None, str]:
+def _candidates(job: JobEnv, topo: Topology | None, live: bool, topology_file) -> tuple[list[int] | None, str]:
     from wirewise.orchestrator.decide import free_gpus
-    from wirewise.orchestrator.slurm.gpus import visible_gpus
 
     if topo is None:
         return None, "no GPU wiring known here"
-    visible = visible_gpus(env)
+    visible = job.physical_gpus()
     if visible is None:
         return free_gpus(topo.gpus, None, None, live)
     outside = [gpu for gpu in visible if gpu >= topo.gpus]
     if outside:
         raise UserError(f"CUDA_VISIBLE_DEVICES names GPU {outside[0]}, which the wiring "
                         f"({topology_file or 'NVML'}) does not have (GPUs 0-{topo.gpus - 1})")
-    return sorted(visible), "the job's GPUs (CUDA_VISIBLE_DEVICES)"
+    return sorted(set(visible)), "the job's GPUs (CUDA_VISIBLE_DEVICES)"
 
-
-def _running_ranks(env: Mapping[str, str]) -> tuple[int, int] | None:
-    """(ranks per node, nodes) inside ranks torchrun (or accelerate launch) started; None elsewhere."""
-    world, local = env.get("WORLD_SIZE", ""), env.get("LOCAL_WORLD_SIZE", "")
-    if world.isdigit() and local.isdigit() and int(local) >= 1:
-        return int(local), max(1, int(world) // int(local))
-    return None

@@ -14,7 +14,7 @@ exit code reach it directly, nothing waits in between):
   (wirewise.orchestrator.slurm.steps), each running wirewise.orchestrator.launch.step, which
   execs that node's `accelerate launch` with the machine rank (SLURM_NODEID) and the main
   process address (the job's first node) from Slurm, and a rendezvous port every node derives
-  from the job and step ids (wirewise.jobs.launch.step_port). One node goes through srun too:
+  from the job and step ids (wirewise.jobenv.JobEnv.step_port). One node goes through srun too:
   the step is then accounted and signalled as Slurm does for every step.
 
 The script and its arguments are an argument list from start to end: accelerate receives them
@@ -61,7 +61,8 @@ class Launch:
 def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[str, str] | None = None) -> Launch:
     """What `wirewise launch` runs for this advice: UserError for what cannot start."""
     from wirewise.runs import run_dir_name
-    from wirewise.orchestrator.slurm.steps import current_job, one_task_per_node
+    from wirewise.jobenv import read_job_env
+    from wirewise.orchestrator.slurm.steps import one_task_per_node
 
     env = os.environ if env is None else env
     if advice.strategy is None:
@@ -71,12 +72,12 @@ def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[
     run_dir = run_dir_name(f"launch-{advice.slurm_job_id}" if advice.slurm_job_id else "launch").resolve()
     db_url = absolute_url(db)
     file = _launch_file(advice, script, run_dir, display_url(db_url))
-    job = current_job(env)
-    if job is not None and job.in_step and job.multi_node:
+    job = read_job_env(env)
+    if job.in_step and job.multi_node:
         raise UserError("run wirewise launch once for the job (in its batch script, or in salloc's shell), "
                         "not under srun: it starts one task on every node itself")
     node_command = accelerate_command(file, run_dir, 0, advice.nodes[0], 0 if len(advice.nodes) == 1 else None)
-    if job is not None and not job.in_step:
+    if job.in_slurm and not job.in_step:
         command = one_task_per_node(job, [*STEP, str(run_dir)])
     else:
         command = node_command
@@ -117,13 +118,13 @@ def node_env(file: LaunchFile, run_dir: Path, env: Mapping[str, str], db_url: st
     strategy, the database (`db_url`, on node 0: srun passes the environment on), and their GPUs
     as this node names them (or none, for CPU ranks: accelerate's MULTI_GPU launcher does not
     pass use_cpu on, ACCELERATE_USE_CPU does)."""
-    from wirewise.orchestrator.slurm.gpus import visible_devices
+    from wirewise.jobenv import read_job_env
 
     added = {LAUNCH_DIR_ENV: str(run_dir), STRATEGY_ENV: file.strategy}
     if db_url:
         added[DB_ENV] = db_url
     if file.device == "cuda":
-        added["CUDA_VISIBLE_DEVICES"] = visible_devices(file.gpus, env)
+        added["CUDA_VISIBLE_DEVICES"] = read_job_env(env).visible_devices(file.gpus)
         added["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # nvidia-smi's numbering, which the indices are in
     else:
         added.update(CUDA_VISIBLE_DEVICES="", ACCELERATE_USE_CPU="true")

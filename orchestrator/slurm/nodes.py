@@ -6,7 +6,6 @@ the text, so tests feed them the formats seen on clusters.
     gpus_in_use(node)        `scontrol show node -d` (GresUsed=gpu:h200:2(IDX:0-1)), else per job
     job_gpus(job, node)      `scontrol show job -d` (Nodes=gpu01 ... GRES=gpu:2(IDX:0-1))
     leaf_switches()          `scontrol show topology` (SwitchName=... Nodes=...)
-    hostnames("gpu[01-04]")  submitit's node-list parser, bounded before it expands
     slurm_nodes(partition, nodelist)   `sinfo -N`: each node's state with its flag, drain reason
                              (who set it, when), GPUs, features, partitions (SlurmNode)
     partition_nodes(nodes)   partition -> its nodes, from slurm_nodes()
@@ -20,7 +19,7 @@ import re
 from dataclasses import dataclass, replace
 
 from wirewise.errors import UserError
-from wirewise.limits import MAX_NODES
+from wirewise.jobenv import hostnames
 from wirewise.orchestrator.slurm.command import SlurmError, available, slurm
 from wirewise.ranges import GPU_INDICES, parse_ranges
 
@@ -90,40 +89,6 @@ def leaf_switches() -> dict[str, str]:
         return {}
     shown = slurm("scontrol", "show", "topology", or_none=True)
     return leaf_switches_from(shown) if shown is not None else {}
-
-
-def hostnames(hostlist: str) -> list[str]:
-    """'gpu[01-03],cpu7' -> ['gpu01', 'gpu02', 'gpu03', 'cpu7'] by submitit's parser (what its
-    JobEnvironment reads SLURM_JOB_NODELIST with), after counting the names without expanding."""
-    from submitit.slurm.slurm import SlurmParseException, _parse_node_list
-
-    if host_count(hostlist) > MAX_NODES:
-        raise UserError(f"node list {hostlist[:60]!r} names more than {MAX_NODES} nodes")
-    try:
-        return _parse_node_list(hostlist)
-    except SlurmParseException:
-        raise UserError(f"{hostlist[:60]!r} is not a Slurm node list such as gpu[01-04],gpu07") from None
-
-
-def host_count(hostlist: str) -> int:
-    """How many names a node list expands to: per comma-separated group (commas inside brackets
-    belong to the brackets), the product of its brackets' sizes."""
-    total = 0
-    for group in re.split(r",(?![^\[]*\])", hostlist):
-        count = 1
-        for body in re.findall(r"\[([^\]]*)\]", group):
-            count *= sum(_span(part) for part in body.split(","))
-        total += count
-    return total
-
-
-def _span(part: str) -> int:
-    low, _, high = part.partition("-")
-    if not (low.isdigit() and (high or low).isdigit()):
-        return 1  # not a range: submitit's parser says what is wrong with it
-    if len(low) > 9 or len(high) > 9:
-        return MAX_NODES + 1  # 10^9 names or more
-    return max(0, int(high or low) - int(low) + 1)
 
 
 # -- the nodes of a partition, a node list or a feature ------------------------------------------

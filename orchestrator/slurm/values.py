@@ -56,7 +56,7 @@ class NodeListPattern(Pattern):
     `gpu[01-99999999999]` would otherwise reach sbatch, which no cluster has the nodes for."""
 
     def problem(self, value: str) -> str | None:
-        from wirewise.orchestrator.slurm.nodes import host_count
+        from wirewise.jobenv import host_count
 
         problem = super().problem(value)
         if problem is None and host_count(value) > MAX_NODES:

@@ -38,12 +38,12 @@ class CommandInJob:
     def __call__(self) -> str:
         from submitit.helpers import CommandFunction
 
-        from wirewise.orchestrator.slurm.gpus import visible_devices
+        from wirewise.jobenv import read_job_env
 
         env = {**os.environ, **self.env}
         if self.pin is not None:
             # Slurm may renumber the job's GPUs or list UUIDs: name the chosen ones as the job sees them.
-            env["CUDA_VISIBLE_DEVICES"] = visible_devices(self.pin, env)
+            env["CUDA_VISIBLE_DEVICES"] = read_job_env(env).visible_devices(self.pin)
         return CommandFunction(self.command, verbose=True, cwd=self.cwd, env=env)()
 
 

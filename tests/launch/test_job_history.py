@@ -45,7 +45,7 @@ def gpu_job_result(tmp_path: Path, topo_file: Path, tokens_per_s: float, peak_gb
         accelerate_config_file=str(tmp_path / "accelerate.yaml"), script=["train.py"],
     )
     step_s = 2 * 2048 / tokens_per_s
-    ranks = [RankFigures([step_s] * 4, 2048, 1, int(peak_gb * 1e9), "cuda") for _ in range(2)]
+    ranks = [RankFigures([step_s] * 4, 2048, 1, int(peak_gb * 1e9), "cuda", "nvl1", [gpu]) for gpu in (0, 1)]
     ran = {"distributed_type": "DistributedType.MULTI_GPU", "backend": "nccl", "mixed_precision": "bf16"}
     record, topo = job_record(ranks, launch, micro_batch=1, seq_len=2048, ran=ran)
     assert (record.source, record.gpus, record.gpu_count, record.strategy) == ("job", [0, 1], 2, "ddp")

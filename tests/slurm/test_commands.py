@@ -14,7 +14,8 @@ import pytest
 from wirewise.errors import UserError
 from wirewise.orchestrator.slurm.command import SlurmError, SlurmTimeout, SlurmUnavailable, slurm
 from wirewise.limits import MAX_NODES
-from wirewise.orchestrator.slurm.nodes import hostnames, leaf_switches_from, used_from_scontrol
+from wirewise.jobenv import hostnames
+from wirewise.orchestrator.slurm.nodes import leaf_switches_from, used_from_scontrol
 
 
 @pytest.fixture
@@ -144,7 +145,7 @@ def test_one_sinfo_line_per_node_and_partition_is_one_node() -> None:
 # A stand-in for sinfo that filters by -p and -n as Slurm does, and writes down what it was asked.
 FAKE_SINFO = """#!{python}
 import sys
-from wirewise.orchestrator.slurm.nodes import hostnames
+from wirewise.jobenv import hostnames
 args = sys.argv[1:]
 open({calls!r}, "a").write(" ".join(args) + "\\n")
 partitions = args[args.index("-p") + 1].split(",") if "-p" in args else None
