@@ -123,7 +123,8 @@ def _params_seen() -> dict[str, set[str]]:
     from wirewise.jobs.history import RankFigures, job_record
 
     seen = {"wirewise": set(CollectiveParams.model_fields) | set(TrainParams.model_fields) | {"placement", "transport"}}
-    ranks = [RankFigures(step_times_s=[0.1, 0.1], tokens_per_step=100, samples_per_step=2, peak_mem_bytes=1, device="cpu")]
+    ranks = [RankFigures(step_times_s=[0.1, 0.1], tokens_per_step=100, samples_per_step=2, peak_mem_bytes=1, device="cpu",
+                         node="node1", gpus=[])]
     record, _ = job_record(ranks, None, model="mistral-1b", strategy="ddp", micro_batch=2, seq_len=50, precision="fp32")
     seen["job"] = set(record.params)
     seen["nccl-tests"] = {name for log in sorted((FIXTURES / "nccl-tests").iterdir()) if log.is_file()
