@@ -46,7 +46,7 @@ def advise_placement(
     gpu_name = topo.gpu_model if topo is not None else None
     memory_gb, memory_source = card_memory(gpu_mem_gb, gpu_name)
     memory = memory_rows(shape, ranks, batch_size, accounting, memory_gb, store)
-    one_set = topo is not None and history is not None and ranks == len(gpus) > 1
+    one_set = topo is not None and history is not None and ranks == len(gpus)  # one GPU included
     measured = _measured(history, gpus, shape, batch_size, busbw_gbs) if one_set else {}
     advice = advise(shape, ranks, memory, busbw_gbs, gpu_name, batch_size, **measured)
     return {**advice, "model": shape.name, "params": shape.params, "gpu_mem_gb": memory_gb, "gpu_mem_source": memory_source}
@@ -54,7 +54,7 @@ def advise_placement(
 
 def _measured(history, gpus: list[int], shape, batch_size: int, busbw_gbs: float | None) -> dict:
     """What the store says about training on this wiring, as `advise` takes it."""
-    from wirewise.orchestrator.advise.fit import OPS, fit, observations
+    from wirewise.orchestrator.advise.fit import OPS, fit, left_out, observations
     from wirewise.topology.fingerprint import set_shape
 
     topo = history.topo
@@ -67,5 +67,5 @@ def _measured(history, gpus: list[int], shape, batch_size: int, busbw_gbs: float
         op_busbw[op] = found.busbw_gbs if found else busbw_gbs
     seq_len = shape.tokens_per_sample if shape.kind == "causal-lm" else None
     measured = history.tokens_per_s(gpus, shape.name, batch_size, seq_len)
-    return {"measured": measured, "fits": fits,
-            "pooled": fit(steps, shares=(1.0,)), "op_busbw": op_busbw if busbw_gbs is not None else None}
+    return {"measured": measured, "fits": fits, "pooled": fit(steps, shares=(1.0,)),
+            "op_busbw": op_busbw if busbw_gbs is not None else None, "notes": left_out(history)}

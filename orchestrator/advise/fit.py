@@ -97,9 +97,11 @@ def _exact_mfu(obs: Observation, hidden: float) -> float:
 # -- the observations a store holds ----------------------------------------------------------
 def observations(history) -> list[Observation]:
     """The eager training steps measured on this wiring (a placement.history.History) on
-    several GPUs (torch.compile runs measure another implementation), each with the busbw its
-    GPU set has: measured per op for its set shape where stored, else the wiring model on the
-    node it ran on."""
+    several GPUs of one node (torch.compile runs measure another implementation; the step model
+    has no network term, so runs over several nodes are left out: `left_out` says how many),
+    each with the busbw its GPU set has: measured per op for its set shape where stored, else
+    the wiring model on the node it ran on. One GPU's runs are the advice's measured figures
+    there, not fitted: they fit an MFU without a wire, at their own batch."""
     from wirewise.errors import UserError
     from wirewise.orchestrator.advise.params import model_shape
     from wirewise.strategy import PRECISIONS
@@ -116,7 +118,7 @@ def observations(history) -> list[Observation]:
     repeats: dict[tuple, list[float]] = {}
     for shape, (node, gpus, strategy, model, world, step_s, tokens_s, params, extra) in rows:
         params, extra = params or {}, extra or {}
-        if params.get("compile") or strategy not in registry.STRATEGIES or not step_s:
+        if len(gpus) < 2 or params.get("compile") or strategy not in registry.STRATEGIES or not step_s:
             continue
         try:
             model_facts = model_shape(model)
@@ -142,3 +144,11 @@ def observations(history) -> list[Observation]:
                         label if len(steps) == 1 else f"{label}, median of {len(steps)}", len(steps))
             for (strategy, work, busbw, label), steps in repeats.items()]
 
+
+def left_out(history) -> list[str]:
+    """What the fit and the measured figures leave out of this wiring's training history, said."""
+    runs = history.multi_node(workload="train")
+    if not runs:
+        return []
+    return [f"{runs} multi-node training result(s) on this wiring left out of the measured figures and the step-model "
+            "fit: they are other cases, and the step model has no network term"]

@@ -80,18 +80,20 @@ def advise(
     fits: dict[str, Fit] | None = None,
     pooled: Fit | None = None,
     op_busbw: dict[str, float] | None = None,
+    notes: list[str] = (),
 ) -> dict:
     """{"strategy": the pick or None, "reasons": [...], "strategies": [per strategy: fits,
     memory, predicted tokens/s, its basis and source, the step it rests on]}.
     `measured`: strategy -> (tokens/s, results, sources: wirewise for benchmarks, job for real
     jobs); `fits`: strategy -> its own fit on this wiring; `pooled`: the fit of every
-    strategy's results; `op_busbw`: busbw per op for this set."""
+    strategy's results; `op_busbw`: busbw per op for this set; `notes`: what the history
+    left out, said after the reasons."""
     measured, fits = measured or {}, fits or {}
     work = step_work(shape, gpus, batch_size, gpu_name)
     rows = [_row(mem, measured.get(mem.strategy), fits.get(mem.strategy) or pooled,
                  mem.strategy in fits, work, op_busbw or busbw_gbs) for mem in memory]
     pick, reasons = _recommend(rows, gpus, is_fast_wire(busbw_gbs, gpu_name), busbw_gbs)
-    return {"strategy": pick, "reasons": reasons, "strategies": rows}
+    return {"strategy": pick, "reasons": reasons + list(notes), "strategies": rows}
 
 
 def _row(mem: StrategyMemory, found: tuple[float, int, list[str]] | None, fitted: Fit | None, own: bool,

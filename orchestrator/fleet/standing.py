@@ -4,8 +4,8 @@ off bad nodes.
 
     pair_standing(store, nodes, tolerance) -> Measured   (wirewise.orchestrator.placement.nodes.Measured)
 
-Every collective measured between two nodes counts (a `fleet pairs` test, or any two-node
-campaign task), judged as `fleet pairs` judges (verdict.judge) within its campaign, at the
+Every pair test counts (known by its label: wirewise.orchestrator.store.fleet.pair_results;
+another two-node collective is another case), judged as `fleet pairs` judges (verdict.judge) within its campaign, at the
 largest size it measured of each op, apart for CPU and GPU ranks. A node's standing is its
 verdict in the newest campaign that tested it: bad -> avoided (with its evidence), healthy
 -> preferred; a slow link between two healthy nodes is one placement does not span. Drained

@@ -121,24 +121,33 @@ class History:
                 **equal) -> list[tuple[str, tuple]]:
         """(set shape, the columns) of the successful results on this wiring whose columns
         `equal` the values given and whose `present` columns (default: all of `columns`) hold a
-        value, that ran on GPUs on the default transport: CPU ranks (gloo) and forced-PCIe runs
-        say nothing about a placement. Each result's GPUs are read in the numbering of the node
-        it ran on."""
+        value, that ran on GPUs of one node on the default transport: CPU ranks (gloo) and
+        forced-PCIe runs say nothing about a placement, and a run over several nodes (a pair
+        test, a 2 x 2 job: stored with node 0's GPUs) is another case than any set of one node.
+        Each result's GPUs are read in the numbering of the node it ran on."""
         from wirewise.orchestrator.store.results import ok_results
 
         topo = self.topo
         rows = ok_results(self.store, ("node", "gpus", "params", "extra", *columns),
                           present=columns if present is None else present, fingerprint=topo.history_fingerprints,
-                          **equal)
+                          node_count=1, **equal)
         found = []
         for node, gpus, params, extra, *values in rows:
             if (extra or {}).get("device") == "cpu" or (params or {}).get("transport", "default") != "default":
                 continue
             links, names = self.wirings.get(node, (topo.links, topo.gpu_names))
-            if len(gpus) < 2 or max(gpus) >= len(links):
+            if not gpus or max(gpus) >= len(links):  # one GPU is a set too: its training results count
                 continue
             found.append((self._shape(node, links, names, tuple(sorted(gpus))), tuple(values)))
         return found
+
+    def multi_node(self, **equal) -> int:
+        """How many successful results on this wiring ran over several nodes (of those whose
+        columns `equal` the values given): what `results` leaves out, for a reader to say so."""
+        from wirewise.orchestrator.store.results import ok_results
+
+        rows = ok_results(self.store, ("node_count",), fingerprint=self.topo.history_fingerprints, **equal)
+        return sum(1 for (count,) in rows if count and count > 1)
 
     def _shape(self, node: str, links, names, gpus: tuple[int, ...]) -> str:
         """The set shape of `gpus` on `node`, computed once for each set on each stored wiring

@@ -1,6 +1,7 @@
 """What the fleet stages read from the store: many nodes' wirings at once (fleet campaigns plan
-every node of a partition), and the collectives measured between two nodes (pair tests, and
-any other two-node measurement), which pair verdicts and placement across nodes read."""
+every node of a partition), and the pair tests' results (known by their label, the placement
+`pair` their tasks record: another two-node collective, a 2 x 2 scaling run say, is no pair
+test), which pair verdicts and placement across nodes read."""
 
 from __future__ import annotations
 
@@ -57,15 +58,20 @@ class PairResult:
     error: str | None = None
 
 
+PAIR_LABEL = "pair"  # the placement a pair test's tasks record (wirewise.orchestrator.fleet.pairs)
+
+
 def pair_results(store: Store, campaign: str | None = None) -> list[PairResult]:
-    """Collective results of tasks that ran on exactly two nodes, newest first: every result of
-    one campaign, or all."""
+    """The pair tests' results (two nodes, labelled `pair`), newest first: every result of one
+    campaign, or all."""
     with store.read() as db:
         d, p = db.dialect, db.params()
-        where = "" if campaign is None else f" AND campaign = {p(campaign)}"
+        where = f"{d.json_text('params', 'placement')} = {p(PAIR_LABEL)}"  # bound in the order they are written
+        if campaign is not None:
+            where += f" AND campaign = {p(campaign)}"
         rows = db.rows(
             f"SELECT campaign, task_id, nodes, op, bytes, busbw_gbs, status, in_place, {DEVICE}, ended_at, error "
-            f"FROM results WHERE workload = 'collective' AND node_count = 2{where} ORDER BY ended_at DESC, id DESC", p,
+            f"FROM results WHERE workload = 'collective' AND node_count = 2 AND {where} ORDER BY ended_at DESC, id DESC", p,
         )
     found = []
     for name, task_id, pair, op, size, busbw, status, in_place, device, ended_at, error in rows:

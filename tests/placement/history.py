@@ -34,9 +34,10 @@ def plant_training(db_url: str, topo: Topology, node: str, model: str, runs: lis
 
 def plant_pair_tests(db_url: str, campaign: str, busbw_by_pair: dict, size: int = 64 << 20, gpus_per_node: int = 8) -> None:
     """One two-node all_reduce result per pair of nodes (None: the test failed), as a pair-test
-    campaign stores them."""
+    campaign stores them (labelled with the placement `pair`)."""
     records = [
         ResultRecord(workload="collective", campaign=campaign, task_id=f"{campaign}-{a}-{b}", node=a, nodes=[a, b],
+                     params={"placement": "pair"},
                      node_count=2, gpus=list(range(gpus_per_node)), gpu_count=2 * gpus_per_node, op="all_reduce",
                      bytes=size, busbw_gbs=busbw, **({"status": "failed", "error": "rank 1 ended with signal 9", "op": None,
                                                       "bytes": None} if busbw is None else {}))
