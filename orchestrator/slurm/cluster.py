@@ -20,23 +20,29 @@ def max_array_size() -> int:
 
 
 def element_states(array_ids: list[str]) -> dict[str, str]:
-    """{"ARRAY_INDEX" or "JOB": STATE} for every element of these arrays (or these jobs), from one sacct call.
-    A pending range shows as ARRAY_[0-9%4]: each index in it gets PENDING. 'CANCELLED by 0'
-    reads as CANCELLED."""
+    """{"ARRAY_INDEX" or "JOB": STATE} for every element of these arrays (or these jobs), from one sacct call."""
     if not array_ids:
         return {}
-    out = slurm("sacct", "-X", "-n", "-P", "-o", "JobID,State", "-j", ",".join(array_ids))
+    return element_states_from(slurm("sacct", "-X", "-n", "-P", "-o", "JobID,State", "-j", ",".join(array_ids)))
+
+
+def element_states_from(text: str) -> dict[str, str]:
+    """`sacct -X -n -P -o JobID,State` lines -> {"ARRAY_INDEX" or "JOB": STATE}. A pending range
+    shows as ARRAY_[2-9%2]: each index in it is PENDING unless a row of its own says otherwise
+    (Slurm 25.11 was seen to keep the range as submitted, ARRAY_[0-9%2], beside rows 0 and 1
+    RUNNING). 'CANCELLED by 0' reads as CANCELLED."""
     states: dict[str, str] = {}
-    for line in out.splitlines():
+    pending: dict[str, str] = {}
+    for line in text.splitlines():
         job, _, state = line.partition("|")
         state = state.split()[0] if state.strip() else "UNKNOWN"
         array, _, index = job.partition("_")
         if index.startswith("["):
             for i in parse_ranges(index.strip("[]").split("%")[0], ARRAY_INDICES, option=f"sacct's {job}"):
-                states[f"{array}_{i}"] = state
+                pending[f"{array}_{i}"] = state
         else:
             states[job] = state  # an element, or a job of its own (submitit submits one bundle as a plain job)
-    return states
+    return {**pending, **states}
 
 
 def cancel(job_ids: list[str]) -> None:

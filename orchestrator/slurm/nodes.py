@@ -4,7 +4,7 @@ command through the runner (wirewise.orchestrator.slurm.command); the parsers be
 the text, so tests feed them the formats seen on clusters.
 
     gpus_in_use(node)        `scontrol show node -d` (GresUsed=gpu:h200:2(IDX:0-1)), else per job
-    job_gpus(job, node)      `scontrol show job -d` (Nodes=gpu01 ... GRES=gpu:2(IDX:0-1))
+    job_gpus(job, node)      `scontrol show job -d` (Nodes=gpu[01-02] ... GRES=gpu:2(IDX:0-1))
     leaf_switches()          `scontrol show topology` (SwitchName=... Nodes=...)
     slurm_nodes(partition, nodelist)   `sinfo -N`: each node's state with its flag, drain reason
                              (who set it, when), GPUs, features, partitions (SlurmNode)
@@ -64,12 +64,17 @@ def gpus_in_use(node: str) -> set[int] | None:
 
 def job_gpus(job_id: str, node: str | None = None) -> list[int] | None:
     """The GPU indices a running job holds (on `node`, or its first node), from `scontrol show
-    job -d`'s `Nodes=vm ... GRES=gpu:2(IDX:0-1)` lines; None while it holds none yet (or
-    Slurm no longer knows the job)."""
-    shown = slurm("scontrol", "show", "job", "-d", job_id, or_none=True) or ""
-    for line in shown.splitlines():
+    job -d`; None while it holds none yet (or Slurm no longer knows the job)."""
+    return gpus_of_job_from(slurm("scontrol", "show", "job", "-d", job_id, or_none=True) or "", node)
+
+
+def gpus_of_job_from(text: str, node: str | None = None) -> list[int] | None:
+    """`scontrol show job -d` -> the GPU indices on `node` (or the first node listed). Nodes
+    given the same share one line, named by a node list (seen on 22.05 and 25.11):
+    `Nodes=wwn[1-2] CPU_IDs=0 Mem=512 GRES=gpu:2(IDX:0-1)`."""
+    for line in text.splitlines():
         found = _JOB_NODE_GRES.search(line)
-        if found and (node is None or found.group(1) == node):
+        if found and (node is None or node in hostnames(found.group(1))):
             return sorted(_indices(found.group(2)))
     return None
 

@@ -164,10 +164,14 @@ lock() {
 }
 
 # ---------------------------------------------------------------- packages
-ensure_packages() {  # BINARY:PACKAGE... ; apt only when a binary is missing (a fresh CI machine)
-    local pair missing=()
+ensure_packages() {  # BINARY:PACKAGE or LIBRARY.so.N:PACKAGE... ; apt only when one is missing (a fresh CI machine)
+    local pair missing=() libraries
+    libraries=$(ldconfig -p 2>/dev/null || true)
     for pair in "$@"; do
-        command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+        case ${pair%%:*} in
+            *.so.*) [[ $libraries == *"${pair%%:*} "* ]] || missing+=("${pair#*:}") ;;
+            *) command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}") ;;
+        esac
     done
     ((${#missing[@]})) || return 0
     mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
@@ -191,9 +195,50 @@ ensure_packages() {  # BINARY:PACKAGE... ; apt only when a binary is missing (a 
     say "installed ${missing[*]} ($(elapsed))"
 }
 
-SLURM_PACKAGES=(munged:munge mariadbd:mariadb-server mariadb-install-db:mariadb-server
-    slurmdbd:slurmdbd slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client
+# What both clusters run from Debian: munge and MariaDB; Debian's Slurm 22.05 runs the one-node cluster.
+DAEMON_PACKAGES=(munged:munge mariadbd:mariadb-server mariadb-install-db:mariadb-server)
+SLURM_PACKAGES=("${DAEMON_PACKAGES[@]}" slurmdbd:slurmdbd slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client
     sacct:slurm-client sacctmgr:slurm-client)
+
+# ---------------------------------------------------------------- Slurm 25.11
+# Slurm 25.11.7 built for Debian 12 (../shared/slurm/, beside the repository), unpacked once into a
+# folder shared by every state folder and kept there: a start then costs nothing for it. The build
+# looks for libslurmfull.so, its plugins and slurmstepd under /opt/slurm-25.11, so here its
+# programs' run path becomes $ORIGIN/../lib/slurm (patchelf, once: it holds when slurmd re-runs
+# itself with an empty environment for its health check, where LD_LIBRARY_PATH would not), and
+# PluginDir (slurm.conf, slurmdbd.conf) and `slurmd -d` point into the unpacked tree.
+SLURM25_TARBALL=${WIREWISE_SLURM25_TARBALL:-$(dirname "${BASH_SOURCE[0]}")/../../../shared/slurm/slurm-25.11.7-debian12-amd64.tar.xz}
+SLURM25_SHA256=b2916e2573a7ae4f0b78fb4f2097b91d6f4e345467bdc16f5843d4c62f740a48
+SLURM25_CACHE=${WIREWISE_SLURM25_CACHE:-/tmp/wirewise-slurm-25.11.7}
+SLURM25_PACKAGES=(libmunge.so.2:libmunge2 libmariadb.so.3:libmariadb3 libyaml-0.so.2:libyaml-0-2
+    libjson-c.so.5:libjson-c5 libhwloc.so.15:libhwloc15 libnuma.so.1:libnuma1 xz:xz-utils patchelf:patchelf)
+
+use_slurm25() {  # unpack (once) and put Slurm 25.11's commands first on PATH; sets SLURM_PLUGIN_DIR, SLURMSTEPD
+    local tree=$SLURM25_CACHE/slurm-25.11 ready=$SLURM25_CACHE/.unpacked-$SLURM25_SHA256
+    if [[ ! -f $ready ]]; then
+        [[ -r $SLURM25_TARBALL ]] || die "no Slurm 25.11 tarball at $SLURM25_TARBALL (../shared/slurm/ beside the repository; or set WIREWISE_SLURM25_TARBALL)"
+        [[ $(sha256sum <"$SLURM25_TARBALL") == "$SLURM25_SHA256 "* ]] || die "$SLURM25_TARBALL is not the Slurm 25.11.7 build this script expects (sha256 differs)"
+        local tmp
+        mkdir -p "$(dirname "$SLURM25_CACHE")"
+        tmp=$(mktemp -d "$SLURM25_CACHE.XXXXXX")
+        chmod 755 "$tmp"
+        if ! tar -xJf "$SLURM25_TARBALL" -C "$tmp" ||
+            ! patchelf --set-rpath '$ORIGIN/../lib/slurm' "$tmp"/slurm-25.11/bin/* "$tmp"/slurm-25.11/sbin/*; then
+            rm -rf "$tmp"
+            die "cannot unpack $SLURM25_TARBALL into $tmp"
+        fi
+        touch "$tmp/.unpacked-$SLURM25_SHA256"
+        # Another start may have unpacked it meanwhile: the first rename wins, the other tree goes.
+        if [[ -e $SLURM25_CACHE && ! -f $ready ]]; then rm -rf "$SLURM25_CACHE"; fi
+        mv -T "$tmp" "$SLURM25_CACHE" 2>/dev/null || rm -rf "$tmp"
+        [[ -f $ready ]] || die "could not unpack Slurm 25.11 into $SLURM25_CACHE"
+        say "Slurm 25.11.7 unpacked into $SLURM25_CACHE ($(elapsed))"
+    fi
+    SLURM_BIN=$tree/bin:$tree/sbin
+    SLURM_PLUGIN_DIR=$tree/lib/slurm
+    SLURMSTEPD=$tree/sbin/slurmstepd
+    [[ $PATH == "$SLURM_BIN":* ]] || PATH=$SLURM_BIN:$PATH
+}
 
 # ---------------------------------------------------------------- configuration
 write_if_changed() {  # TARGET MODE : stdin -> TARGET when different; exit status 0 = changed
@@ -231,7 +276,12 @@ prepare_daemon_dirs() {
     done
 }
 
+plugin_dir_line() {  # PluginDir= when the Slurm in use is not where it was built for (use_slurm25)
+    [[ -z ${SLURM_PLUGIN_DIR:-} ]] || echo "PluginDir=$SLURM_PLUGIN_DIR"
+}
+
 slurm_conf_common() {  # the slurm.conf lines both clusters share: daemons, scheduling, accounting
+    plugin_dir_line
     cat <<EOF
 # Everything runs as root on one machine without systemd or cgroups.
 SlurmUser=root
@@ -292,6 +342,7 @@ write_slurmdbd_conf() {  # exit status 0 = changed
     # slurmdbd refuses a config readable by others (it holds the database password).
     write_if_changed "$ETC/slurmdbd.conf" 600 <<EOF
 # Written by $PROG on every start.
+$(plugin_dir_line)
 AuthType=auth/munge
 # cred_expire=10: a requeued job (preemption) may start again after ~20 s instead of ~130 s.
 AuthInfo=socket=$MUNGE_SOCKET,cred_expire=10

@@ -1,14 +1,15 @@
 """pytest plugin: the real multi-node Slurm cluster (tests/slurm/multinode.sh): three compute
 nodes on this machine, each a slurmd in its own network, UTS and mount namespaces, with its
 own fake GPUs and wiring (wwn1 and wwn2: 4 GPUs, NV4 all-to-all; wwn3: 3 GPUs, an NV6 pair
-and one on PCIe), beside the one-node cluster of tests/slurm/fixture.py.
+and one on PCIe), on Slurm 25.11, beside the one-node cluster of tests/slurm/fixture.py (Debian's
+22.05). SLURM_CONF and PATH (25.11's commands first) point at it during a test that asks for it.
 
 Fixtures:
     multinode_cluster (session): starts the cluster (a no-op when it already runs) and yields
         a MultinodeCluster. At session end the last pytest session using it stops it if a test
         session started it; WIREWISE_KEEP_SERVICES=1 keeps it running.
     multinode (function): the same cluster, with a crashed node brought back first, and
-        SLURM_CONF pointing at it for the test only: the one-node cluster keeps SLURM_CONF for
+        SLURM_CONF and PATH pointing at it for the test only: the one-node cluster keeps SLURM_CONF for
         the rest of the session (both fixtures may run in one session).
 
 GPUs, drivers and NVML cannot exist here: each node's `nvidia-smi` and `pynvml` are stand-ins
@@ -45,6 +46,11 @@ class MultinodeCluster:
     def used_by_other_sessions(self) -> bool:
         """Another pytest session uses this cluster now: do not stop it or crash its nodes."""
         return self.users is not None and self.users.others()
+
+    @property
+    def slurm_bin(self) -> str:
+        """The folders of its Slurm's commands (25.11), for a PATH of one's own (a slurmd hook's)."""
+        return self.env["WIREWISE_MULTINODE_SLURM_BIN"]
 
     @property
     def nodes(self) -> list[str]:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# A real multi-node Slurm 22.05 test cluster on one machine, without systemd: munged, MariaDB,
+# A real multi-node Slurm 25.11 test cluster on one machine, without systemd: munged, MariaDB,
 # slurmdbd and slurmctld on the host (tests/slurm/daemons.sh, shared with cluster.sh); each
 # compute node a slurmd in its own network, UTS and mount namespaces, with its own hostname,
 # its own eth0 (a veth on a host bridge), its own /etc/hosts, and its own fake GPUs and wiring.
 # Job steps and their processes run inside their node's namespaces, so `srun -N2 hostname`
-# prints two names and torch.distributed rendezvous crosses a (virtual) network.
+# prints two names and torch.distributed rendezvous crosses a (virtual) network. It runs Slurm
+# 25.11.7 from ../shared/slurm/ beside the repository (unpacked once, daemons.sh use_slurm25),
+# while the one-node cluster (cluster.sh) runs Debian's 22.05: every suite run sees both.
 #
 #   multinode.sh start          start what is missing (a crashed node alone; everything when the
 #                               settings changed) and wait until every node is usable; a healthy
@@ -14,7 +16,8 @@
 #                               veths and the bridge; files in the state folder stay
 #   multinode.sh status         print what runs; exit 0 when every node is usable, 3 when nothing
 #                               runs, 1 otherwise
-#   multinode.sh env            print `export` lines (SLURM_CONF, ...) for a shell or a test
+#   multinode.sh env            print `export` lines (SLURM_CONF, PATH with Slurm 25.11's commands
+#                               first, ...) for a shell or a test
 #   multinode.sh exec NODE CMD  run CMD (default: bash) inside NODE's namespaces, with the node's
 #                               fake nvidia-smi on PATH, e.g. `exec wwn2 tc qdisc add dev eth0 root tbf
 #                               rate 80mbit burst 64kbit latency 400ms`
@@ -45,6 +48,7 @@
 # Progress and errors go to stderr; stdout carries only what `env` and `status` print.
 set -euo pipefail
 
+CALLER_PATH=$PATH  # what `env` puts Slurm 25.11's commands in front of
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 export LC_ALL=C
 
@@ -252,30 +256,50 @@ delete_links() {
 
 # ---------------------------------------------------------------- nodes
 # What runs first in a node's new namespaces (unshare execs it): the hostname, the node's own
-# /etc/hosts, /etc/resolv.conf and node folder (bind mounts in its mount namespace only; mount -n
-# leaves no /run/mount/utab entry on the host), a wait for the host to plug in eth0, then
-# `exec slurmd` (one pid all along).
+# /etc/hosts, /etc/resolv.conf, node folder and munge folder (bind mounts in its mount namespace
+# only; mount -n leaves no /run/mount/utab entry on the host), the node's own munged, a wait for
+# the host to plug in eth0, then `exec slurmd` (one pid all along).
+# One munged per node, as on a real cluster: a munge credential decodes once per munged (replay
+# protection), and Slurm 25.11, built without --enable-multiple-slurmd, refuses the replay that a
+# shared munged reports when a job step's credential reaches the second node ("_verify_signature:
+# failed decode", srun: "Header lengths are longer than data received"). The node's munged has the
+# host's key and sits where slurm.conf's AuthInfo=socket= says, in the node's view.
 NODE_INIT='set -eu
-node=$1 etc=$2 ready=$3.$$ timeout=$4 own=$5 mountpoint=$6
+node=$1 etc=$2 ready=$3.$$ timeout=$4 own=$5 mountpoint=$6 stepd=$7 munge_own=$8 munge_dir=$9
 echo "$node" >/proc/sys/kernel/hostname
 mount -n --bind "$etc/hosts" /etc/hosts
 mount -n --bind "$etc/resolv.conf" /etc/resolv.conf
 mount -n --bind "$own" "$mountpoint"
+mount -n --bind "$munge_own" "$munge_dir"
+setpriv --reuid=munge --regid=munge --init-groups munged --socket="$munge_dir/munge.socket" \
+    --key-file="$munge_dir/munge.key" --pid-file="$munge_dir/munged.pid" \
+    --log-file="$munge_dir/munged.log" --seed-file="$munge_dir/munged.seed"
 deadline=$((SECONDS + timeout))
-until [[ -e $ready ]]; do
-    ((SECONDS < deadline)) || { echo "$node: network not set up within ${timeout}s" >&2; exit 1; }
+until [[ -e $ready && -S $munge_dir/munge.socket ]]; do
+    ((SECONDS < deadline)) || { echo "$node: network or munged not set up within ${timeout}s" >&2; exit 1; }
     sleep 0.05
 done
-exec slurmd -D'
+exec slurmd -D -d "$stepd"'
+
+node_munge_dir() {  # NODE: the folder its munged sees as $MUNGE_DIR: the cluster's key, no socket yet
+    local own=$DIR/node-munge/$1
+    rm -rf "$own"
+    mkdir -p "$own"
+    cp "$MUNGE_DIR/munge.key" "$own/munge.key"
+    chown -R munge:munge "$own"
+    chmod 711 "$own"
+    chmod 600 "$own/munge.key"
+}
 
 start_node() {  # INDEX
     local i=$1 node=${NODES[$(($1 - 1))]} addr v pid ids net uts deadline
     addr=$(node_addr "$i")
     v=$(veth_of "$i")
     mkdir -p "$DIR/spool/$node"
+    node_munge_dir "$node"
     launch "slurmd-$node" unshare --net --uts --mount --propagation private -- \
         bash -c "$NODE_INIT" node-init "$node" "$ETC/node" "$RUN/$node.netready" "$TIMEOUT" \
-        "$DIR/nodes/$node" "$NODE_ROOT"
+        "$DIR/nodes/$node" "$NODE_ROOT" "$SLURMSTEPD" "$DIR/node-munge/$node" "$MUNGE_DIR"
     pid=$(recorded_pid "slurmd-$node")
     # unshare() changes the namespaces in one call, but the two ids are read one after the other.
     deadline=$((SECONDS + TIMEOUT))
@@ -534,20 +558,41 @@ start_failed() {  # EXIT trap of a start
     exit "$1"
 }
 
+forget_other_slurm() {  # a state folder of another Slurm build (22.05, before): its saved state goes
+    # slurmctld and slurmdbd read only the state and database of recent releases (a 22.05 one makes
+    # them exit: "Database schema is too old"), and the test cluster keeps nothing worth converting:
+    # stop it and start afresh. Every start of ours rewrites slurm-build after run/settings, so
+    # settings newer than it mean an older script (Slurm 22.05) started the cluster since.
+    if [[ $(cat "$DIR/slurm-build" 2>/dev/null) == "$SLURM25_SHA256" ]] && ! [[ $RUN/settings -nt $DIR/slurm-build ]]; then
+        return 0
+    fi
+    if [[ -d $DIR/state ]]; then
+        say "the state folder is of another Slurm build: stopping its cluster, starting with a clean state and database"
+        any_ours && { (use_recorded_settings && do_stop) || true; }
+        rm -rf "$DIR/state" "$DIR/spool" "$MYSQL_DIR/data" "$DIR/.accounting"
+    fi
+    mkdir -p "$DIR"
+    echo "$SLURM25_SHA256" >"$DIR/slurm-build"
+}
+
 cmd_start() {
     ((EUID == 0)) || die "must run as root (namespaces, veths, mknod, munged as user munge)"
     validate
     lock
-    ensure_packages "${SLURM_PACKAGES[@]}" ip:iproute2 unshare:util-linux nsenter:util-linux setpriv:util-linux
+    ensure_packages "${DAEMON_PACKAGES[@]}" "${SLURM25_PACKAGES[@]}" ip:iproute2 \
+        unshare:util-linux nsenter:util-linux setpriv:util-linux
+    use_slurm25
     mkdir -p "$RUN"
     if [[ -f $RUN/settings ]] && [[ $(cat "$RUN/settings") != "$(settings_text)" ]] && any_ours; then
         say "the settings changed: stopping the cluster started with the old ones"
         (use_recorded_settings && do_stop) || true
     fi
+    forget_other_slurm
     trap 'start_failed $?' EXIT
     prepare_daemon_dirs
     touch "$MARKER"
     settings_text >"$RUN/settings"
+    echo "$SLURM25_SHA256" >"$DIR/slurm-build"  # after the settings: see forget_other_slurm
     printf 'NODE_SPEC=%q NET=%q BRIDGE=%q PORT=%q\n' "$NODE_SPEC" "$NET" "$BRIDGE" "$PORT" >"$RUN/settings.env"
 
     local restart=() node name all_up=1
@@ -655,6 +700,8 @@ cmd_env() {
     validate
     use_recorded_settings
     printf 'export SLURM_CONF=%q\n' "$CONF"
+    printf 'export PATH=%q\n' "$SLURM_BIN:$CALLER_PATH"
+    printf 'export WIREWISE_MULTINODE_SLURM_BIN=%q\n' "$SLURM_BIN"
     printf 'export WIREWISE_MULTINODE_DIR=%q\n' "$DIR"
     printf 'export WIREWISE_MULTINODE_PORT=%q\n' "$PORT"
     printf 'export WIREWISE_MULTINODE_PARTITION=%q\n' "$PARTITION"
@@ -689,6 +736,9 @@ cmd_crash() {  # NODE
     say "node $node is gone; slurmctld marks it down within ${SLURMD_TIMEOUT}s-$((SLURMD_TIMEOUT * 2))s ($(elapsed))"
 }
 
+case ${1:-} in
+    stop | status | env | exec | crash | clean) use_slurm25 ;;
+esac
 case ${1:-} in
     start) cmd_start ;;
     stop) cmd_stop ;;

@@ -88,7 +88,7 @@ class Fleet:
         script = self.hooks / name
         script.write_text(
             "#!/bin/sh\n"
-            "export PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin\n"
+            f"export PATH={self.cluster.slurm_bin}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin\n"
             f"export SLURM_CONF={self.cluster.conf} PYTHONPATH={self.cluster.state_dir / 'node' / 'python'}\n"
             f"exec {WIREWISE} doctor --{name} --db {self.db} --rules {self.rules} {' '.join(args)} >>{log}.$SLURMD_NODENAME 2>&1\n"
         )
