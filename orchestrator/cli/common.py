@@ -25,25 +25,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 
 
 def print_json(obj: Any) -> None:
-    """JSON on stdout; datetimes and other objects as strings. NaN and Infinity are not JSON
-    (RFC 8259): a figure stored as one before the store refused them prints as null."""
-    try:
-        text = json.dumps(obj, indent=2, default=str, allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(obj), indent=2, default=str, allow_nan=False)
-    sys.stdout.write(text + "\n")
+    """JSON on stdout, as wirewise.atomic.json_text writes it (strict, times with their zone)."""
+    from wirewise.atomic import json_text
 
-
-def _finite(obj: Any) -> Any:
-    import math
-
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {key: _finite(value) for key, value in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(value) for value in obj]
-    return obj
+    sys.stdout.write(json_text(obj, indent=2) + "\n")
 
 
 def warn(lines: list[str]) -> None:

@@ -19,6 +19,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
 
 MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute deviation
@@ -100,11 +101,24 @@ def baselines_from(facts: Iterable[dict[str, Any]]) -> list[Baseline]:
     return sorted(found, key=lambda b: (b.fingerprint, b.workload, str(b.case)))
 
 
-def imported(store, fingerprints: set[str] | None = None) -> dict[tuple, Baseline]:
-    """The imported baselines by case (of these fingerprints); the newest import of a case wins."""
+def imported(store, fingerprints: set[str] | None = None, notes: list[str] | None = None) -> dict[tuple, Baseline]:
+    """The imported baselines by case (of these fingerprints); the newest import of a case wins.
+    A row stored before imports were checked (entry_problem) is left out, saying so in `notes`:
+    one bad row must not stop export, doctor or a node's health check for good."""
     from wirewise.orchestrator.store.health import imported_baselines
 
-    return {b.key: b for b in (Baseline(**row) for row in reversed(imported_baselines(store, fingerprints)))}
+    found, unusable = {}, []
+    for row in reversed(imported_baselines(store, fingerprints)):
+        problem = entry_problem({k: v for k, v in row.items() if k != "origin"})
+        if problem:
+            unusable.append(f"{row['origin']} ({problem})")
+            continue
+        baseline = Baseline(**row)
+        found[baseline.key] = baseline
+    if unusable and notes is not None:
+        notes.append(f"ignored {len(unusable)} stored baseline(s) imported before wirewise checked them, "
+                     f"which are not valid: {unusable[0]}")
+    return found
 
 
 def export_document(baselines: list[Baseline], wirings: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -119,59 +133,111 @@ def export_document(baselines: list[Baseline], wirings: dict[str, dict[str, Any]
     }
 
 
-def read_document(doc: Any, source: str) -> list[Baseline]:
-    """A `baseline export` file's baselines, checked; UserError names the file and the entry."""
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+MAX_COUNT = 2**31 - 1  # results, nodes, a source's count: the store's INTEGER columns (PostgreSQL's are 32-bit)
 
-    from wirewise.errors import UserError, first_problem
+
+@cache
+def _models() -> tuple[Any, dict[str, Any]]:
+    """(a baseline entry, {workload: its case}) as pydantic models: every value of its type and
+    range, so a file's baseline is either stored whole and usable or refused (an int case field
+    given as a list, a NaN median, a count past the store's column)."""
+    from typing import Annotated, Literal
+
+    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+    from wirewise.limits import MAX_INT, MAX_RANKS
+
+    Name = Annotated[str, Field(min_length=1, max_length=255)]
+    Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
+    Figure = Annotated[float, Field(allow_inf_nan=False)]
+
+    class Case(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        device: Literal["gpu", "cpu"]
+        gpus: Annotated[StrictInt, Field(ge=0, le=MAX_RANKS)]
+        placement: Annotated[str, Field(max_length=64)] | None
+
+    class CollectiveCase(Case):
+        op: Annotated[str, Field(min_length=1, max_length=32)]
+        bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
+        transport: Annotated[str, Field(max_length=16)] | None
+        in_place: StrictBool | None
+        dtype: Annotated[str, Field(max_length=16)] | None
+
+    class TrainCase(Case):
+        model: Name
+        strategy: Annotated[str, Field(min_length=1, max_length=32)]
 
     class Entry(BaseModel):
         model_config = ConfigDict(extra="forbid")
         fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$")
-        workload: str = Field(pattern=r"^(collective|train)$")
+        workload: Literal["collective", "train"]
         case: dict[str, Any]
         metric: str
-        median: float = Field(gt=0, allow_inf_nan=False)
-        spread: float = Field(ge=0, allow_inf_nan=False)
-        results: int = Field(ge=1)
-        nodes: int = Field(ge=1)
-        sources: dict[str, int] = Field(default_factory=dict)
+        median: Figure = Field(gt=0)
+        spread: Figure = Field(ge=0)
+        results: Count
+        nodes: Count
+        sources: dict[Annotated[str, Field(max_length=16)], Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]] = {}
 
-    class Document(BaseModel):
-        model_config = ConfigDict(extra="ignore")
-        format: str
-        version: int
-        baselines: list[Entry]
+    return Entry, {"collective": CollectiveCase, "train": TrainCase}
+
+
+def entry_problem(raw: Any) -> str | None:
+    """What makes one baseline (a file's entry, or a stored row less its origin) unusable, as
+    'field: what'; None for a sound one. The one check for both: a file's entries before they
+    are stored, and rows stored before wirewise checked them (left out of export and doctor)."""
+    from pydantic import ValidationError
+
+    from wirewise.errors import first_problem
+
+    entry_model, case_models = _models()
+    try:
+        entry = entry_model.model_validate(raw)
+    except ValidationError as exc:
+        return first_problem(exc)
+    try:
+        case_models[entry.workload].model_validate(entry.case)
+    except ValidationError as exc:
+        return first_problem(exc, "case", unknown=f"not a {entry.workload} case field "
+                             f"(they are {', '.join(CASE_FIELDS[entry.workload])})")
+    if entry.metric != METRIC[entry.workload]:
+        return f"metric: a {entry.workload} baseline's metric is {METRIC[entry.workload]}"
+    return None
+
+
+def read_document(doc: Any, source: str) -> list[Baseline]:
+    """A `baseline export` file's baselines, every one checked before any is used; UserError
+    names the file and the entry."""
+    from wirewise.errors import UserError
 
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UserError(f"{source}: not a wirewise baselines file (written by `wirewise baseline export`)")
     if doc.get("version") != VERSION:
         raise UserError(f"{source}: baselines file version {doc.get('version')!r}; this wirewise reads version {VERSION}")
-    try:
-        parsed = Document.model_validate(doc)
-    except ValidationError as exc:
-        raise UserError(f"{source}: {first_problem(exc)}") from None
-    found = []
-    for index, entry in enumerate(parsed.baselines):
-        wanted = CASE_FIELDS[entry.workload]
-        if set(entry.case) != set(wanted) or entry.metric != METRIC[entry.workload]:
-            raise UserError(f"{source}: baselines[{index}]: a {entry.workload} baseline has case fields "
-                            f"{', '.join(wanted)} and metric {METRIC[entry.workload]}")
-        found.append(Baseline(**entry.model_dump(), origin=source))
-    return found
+    entries = doc.get("baselines")
+    if not isinstance(entries, list):
+        raise UserError(f"{source}: baselines: not a list of baselines")
+    for index, raw in enumerate(entries):
+        problem = entry_problem(raw)
+        if problem:
+            raise UserError(f"{source}: baselines[{index}].{problem}; nothing imported")
+    return [Baseline(**{"sources": {}, **raw}, origin=source) for raw in entries]
 
 
 # -- the flows `wirewise baseline` runs -----------------------------------------------------------
-def export_baselines(store, fingerprint: str | None = None, include_cpu: bool = False) -> dict[str, Any]:
+def export_baselines(store, fingerprint: str | None = None, include_cpu: bool = False,
+                     notes: list[str] | None = None) -> dict[str, Any]:
     """The `baseline export` document: every case's baseline from the history (of one
-    fingerprint, a prefix resolved), and imported ones for cases the history lacks."""
+    fingerprint, a prefix resolved), and imported ones for cases the history lacks (`notes`
+    says which stored ones are left out as not valid)."""
     from wirewise.orchestrator.report.query import facts, resolve
     from wirewise.orchestrator.store.results import Filters
     from wirewise.orchestrator.store.topology import list_topologies
 
     filters = resolve(store, Filters(fingerprint=fingerprint, status="ok", include_cpu=include_cpu))
     found = {b.key: b for b in baselines_from(facts(store, filters))}
-    for key, given in imported(store, None if filters.fingerprint is None else {filters.fingerprint}).items():
+    for key, given in imported(store, None if filters.fingerprint is None else {filters.fingerprint}, notes).items():
         found.setdefault(key, given)  # the history's own baseline of a case comes first
     wirings = {row["fingerprint"]: {"fabric": row["fabric"], "gpus": row["gpus"], "gpu_model": row["gpu_model"]}
                for row in list_topologies(store)}

@@ -38,7 +38,10 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
     history = history_of(store, node, include_cpu or rules.include_cpu)
     nodes = _nodes(store, node, live_node if live else None, history)
     fingerprints = {f["fingerprint"] for f in history if f["fingerprint"]}
-    judgement = judge_history(nodes, history, rules, imported(store, fingerprints), runs=lambda ids: result_runs(store, ids))
+    ignored: list[str] = []
+    baselines = imported(store, fingerprints, ignored)
+    judgement = judge_history(nodes, history, rules, baselines, runs=lambda ids: result_runs(store, ids))
+    judgement.notes[:0] = ignored
     if live is not None and live_node in nodes:
         found, judged = live_findings(live_node, live, stored_wiring(store, live_node), rules, judgement.notes)
         judgement.findings += found

@@ -336,7 +336,7 @@ def _drains_lately(rows_of: Callable[[str, Params], list[tuple]], d: Dialect, no
     p = Params(d)
     taken = rows_of(f"SELECT node, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
                     f"AND outcome IN ({p.each((CLAIMED, DRAINED))}) AND at >= {p(d.moment(now - DRAIN_WINDOW))}", p)
-    return len(taken), {node for node, at in taken if _aware(d.when(at)) >= now - RECENT_CLAIMS}
+    return len(taken), {node for node, at in taken if d.when(at) >= now - RECENT_CLAIMS}
 
 
 def _budgeted(budget: Budget, nodes: list[str], hour: int, recent: set[str]) -> list[str | None]:
@@ -351,8 +351,3 @@ def _budgeted(budget: Budget, nodes: list[str], hour: int, recent: set[str]) -> 
             recent.add(node)
         said.append(why)
     return said
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite gives stored times back without their zone: they are UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 MMAP_BYTES = 4 << 30  # address space only; SQLite maps no more than the file holds
@@ -104,8 +104,14 @@ class Dialect:
                 f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}")
 
     def when(self, value: Any) -> datetime | None:
-        """A timestamp read back: SQLite's text parsed as SQLAlchemy parses it (no zone)."""
-        return datetime.fromisoformat(value) if isinstance(value, str) else value
+        """A timestamp read back, with its zone: SQLite keeps the text SQLAlchemy's DateTime wrote,
+        the UTC wall time without a zone; PostgreSQL's timestamptz comes back in UTC already.
+        Every stored time read goes through here, so every one printed carries its zone."""
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        if isinstance(value, datetime) and value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value
 
     def json(self, value: Any) -> Any:
         """A JSON column read back: text on SQLite, decoded already by psycopg."""

@@ -171,8 +171,8 @@ def _column_sql(name: str, d: Dialect) -> str:
 
 def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
     """Every stored result that matches, in id order, as a dict of ROW_FIELDS (None where its
-    workload has none); peak_mem_bytes is the list of each rank's peak, started_at as the
-    database returns it (SQLite: text; PostgreSQL: a datetime)."""
+    workload has none); peak_mem_bytes is the list of each rank's peak, started_at a datetime
+    with its zone (Dialect.when)."""
     names = [*_COMMON, *(name for workload in filters.workloads() for name in _WORKLOAD_COLUMNS[workload])]
     with store.read() as db:
         p = db.params()
@@ -180,6 +180,7 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
         # for a fabric and an op) over the selective one, and read four times the rows.
         sql = f"SELECT {', '.join(_column_sql(name, db.dialect) for name in names)} FROM results WHERE {_and(_where(filters, p))}"
         rows = db.rows(sql, p)
+        when = db.dialect.when
     empty = dict.fromkeys(ROW_FIELDS)
     found = []
     for row in rows:
@@ -189,6 +190,7 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
             values["peak_mem_bytes"] = json.loads(values["peak_mem_bytes"])
         if values["in_place"] is not None:
             values["in_place"] = bool(values["in_place"])
+        values["started_at"] = when(values["started_at"])
         found.append(values)
     return sorted(found, key=itemgetter("id"))
 
