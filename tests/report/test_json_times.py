@@ -1,0 +1,41 @@
+"""Every time in every JSON output is ISO 8601 with its zone (docs/contracts.md), on SQLite as on
+PostgreSQL: SQLite gives stored times back as text without one, which went out as it came
+("2026-12-04 17:35:27.634878") until the store read every time back in one place (Dialect.when)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from tests.conftest import FIXTURES, wirewise_json
+
+LOOKS_LIKE_A_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}")
+
+
+def times_in(doc) -> list[str]:
+    if isinstance(doc, dict):
+        return [t for value in doc.values() for t in times_in(value)]
+    if isinstance(doc, list):
+        return [t for value in doc for t in times_in(value)]
+    return [doc] if isinstance(doc, str) and LOOKS_LIKE_A_TIME.match(doc) else []
+
+
+SPEC = """name: zoned
+workloads: [{collectives: {ops: [all_reduce], min_bytes: 1K, max_bytes: 1K, iters: 1, warmup: 0}}]
+axes: {gpus: [2], repeats: 1}
+target: {executor: local, timeout_s: 120}
+"""
+
+
+def test_every_time_in_json_output_carries_its_zone(db_url, tmp_path):
+    """SQLite: a stored wiring's first and last sighting, a campaign's creation."""
+    wirewise_json("topo", "save", "--from-file", str(FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads-named.txt"),
+                  "--node", "n1", "--db", db_url)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    wirewise_json("campaign", "submit", str(spec), "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")})
+    for command in (("topo", "list"), ("campaign", "list")):
+        found = times_in(wirewise_json(*command, "--db", db_url))
+        assert found, f"{command}: no time in the output to check"
+        for text in found:
+            assert "T" in text and datetime.fromisoformat(text).tzinfo is not None, f"{command}: {text!r}"
