@@ -140,33 +140,14 @@ MAX_COUNT = 2**31 - 1  # results, nodes, a source's count: the store's INTEGER c
 def _models() -> tuple[Any, dict[str, Any]]:
     """(a baseline entry, {workload: its case}) as pydantic models: every value of its type and
     range, so a file's baseline is either stored whole and usable or refused (an int case field
-    given as a list, a NaN median, a count past the store's column)."""
+    given as a list, a NaN median, a count past the store's column). A case field's type is the
+    contract's (wirewise.case.FIELDS, else the record's own field)."""
     from typing import Annotated, Literal
 
-    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+    from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model
 
-    from wirewise.limits import MAX_INT, MAX_RANKS
-
-    Name = Annotated[str, Field(min_length=1, max_length=255)]
     Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
     Figure = Annotated[float, Field(allow_inf_nan=False)]
-
-    class Case(BaseModel):
-        model_config = ConfigDict(extra="forbid", strict=True)
-        device: Literal["gpu", "cpu"]
-        gpus: Annotated[StrictInt, Field(ge=0, le=MAX_RANKS)]
-        placement: Annotated[str, Field(max_length=64)] | None
-
-    class CollectiveCase(Case):
-        op: Annotated[str, Field(min_length=1, max_length=32)]
-        bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
-        transport: Annotated[str, Field(max_length=16)] | None
-        in_place: StrictBool | None
-        dtype: Annotated[str, Field(max_length=16)] | None
-
-    class TrainCase(Case):
-        model: Name
-        strategy: Annotated[str, Field(min_length=1, max_length=32)]
 
     class Entry(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -180,7 +161,33 @@ def _models() -> tuple[Any, dict[str, Any]]:
         nodes: Count
         sources: dict[Annotated[str, Field(max_length=16)], Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]] = {}
 
-    return Entry, {"collective": CollectiveCase, "train": TrainCase}
+    strict = ConfigDict(extra="forbid", strict=True)
+    cases = {workload: create_model(f"{workload}_case", __config__=strict,
+                                    **{name: (_case_type(name), ...) for name in fields})
+             for workload, fields in CASE_FIELDS.items()}
+    return Entry, cases
+
+
+def _case_type(name: str) -> Any:
+    """A case field's type for a file's value: text within its column, a whole number within
+    the store's integers, a flag; None where the case has no value."""
+    import typing
+    from typing import Annotated
+
+    from pydantic import Field, StrictBool, StrictInt
+
+    from wirewise import case
+    from wirewise.limits import MAX_INT
+    from wirewise.record import ResultRecord
+
+    if name in case.FIELDS:
+        kind, width = case.FIELDS[name].kind, case.FIELDS[name].width
+    else:
+        given = ResultRecord.model_fields.get(name)
+        args = typing.get_args(given.annotation) if given is not None else (int,)  # gpus: the rank count
+        kind, width = ("flag" if bool in args else "int" if int in args else "text"), 255
+    return {"text": Annotated[str, Field(max_length=width or 255)], "flag": StrictBool,
+            "int": Annotated[StrictInt, Field(ge=-MAX_INT, le=MAX_INT)]}[kind] | None
 
 
 def entry_problem(raw: Any) -> str | None:
