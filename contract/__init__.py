@@ -28,7 +28,7 @@ __version__ = "0.2.0"
 
 # The package's front door for training scripts (`wirewise.advice(...)`, docs/launch.md): the
 # control plane computes it, so it is looked up there on first use, never at `import wirewise`.
-_FRONT_DOOR = ("advice", "Advice", "StrategyAdvice")
+_FRONT_DOOR = ("advice", "Advice", "AdviceError", "StrategyAdvice")
 
 
 def __getattr__(name: str):

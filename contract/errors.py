@@ -11,6 +11,12 @@ class UserError(Exception):
     exit_code = 2
 
 
+class AdviceError(UserError, ValueError):
+    """What `wirewise.advice()` raises for anything its caller can fix (an argument of the wrong
+    type or range, an environment or wiring it cannot read): a ValueError whose message is the
+    one line the CLI prints for the same input."""
+
+
 def first_error(exc: Any, flags: dict[str, str] | None = None, raw: dict[str, Any] | None = None) -> UserError:
     """A pydantic ValidationError as one line: its first problem, named by the option the user
     typed (`flags` maps field -> option, `raw` holds what was typed), else by its field path."""

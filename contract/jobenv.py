@@ -45,11 +45,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from wirewise.errors import UserError
-from wirewise.limits import MAX_NODES
+from wirewise.limits import MAX_NODES, MAX_RANKS
 
 UuidLookup = Callable[[], dict[str, int]]  # UUID of a GPU or MIG instance -> its GPU's physical index
 _CPUS = re.compile(r"(\d+)(?:\(x(\d+)\))?")
 _UUID_PREFIXES = ("GPU-", "MIG-")
+_JOB_ID = re.compile(r"[0-9]{1,20}")
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class JobEnv:
 def read_job_env(env: Mapping[str, str] | None = None) -> JobEnv:
     """The job this process runs in, from its environment (os.environ by default)."""
     env = os.environ if env is None else env
-    job_id = env.get("SLURM_JOB_ID") or None
+    job_id = _job_id(env)
     step_id = env.get("SLURM_STEP_ID") if job_id else None
     nodelist = (env.get("SLURM_STEP_NODELIST") if step_id is not None else None) or env.get("SLURM_JOB_NODELIST")
     return JobEnv(
@@ -151,7 +152,7 @@ def read_job_env(env: Mapping[str, str] | None = None) -> JobEnv:
         step_id=step_id,
         restart_count=env.get("SLURM_RESTART_COUNT") or "0",
         nodes=hostnames(nodelist) if job_id and nodelist else [],
-        node_index=(_number(env, "SLURM_NODEID") or 0) if job_id else 0,
+        node_index=(_number(env, "SLURM_NODEID", MAX_NODES - 1) or 0) if job_id else 0,
         node_name=env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0],
         cpus_per_node=fewest_cpus(env.get("SLURM_JOB_CPUS_PER_NODE", "")),
         visible=_visible(env["CUDA_VISIBLE_DEVICES"]) if "CUDA_VISIBLE_DEVICES" in env else None,
@@ -218,9 +219,27 @@ def _visible(text: str) -> list[str]:
     return found
 
 
-def _number(env: Mapping[str, str], name: str) -> int | None:
+def _number(env: Mapping[str, str], name: str, most: int) -> int | None:
+    """A count or index the scheduler or launcher set: None where unset or empty; UserError for
+    anything but a whole number from 0 to `most` (SLURM_NODEID=abc, WORLD_SIZE of 20 digits),
+    never read as 0 or expanded into a list of that many."""
     value = env.get(name, "").strip()
-    return int(value) if value.isdigit() else None
+    if not value:
+        return None
+    if not value.isascii() or not value.isdigit() or len(value) > 9 or int(value) > most:
+        raise UserError(f"{name}={value[:40]!r} in the environment: not a whole number from 0 to {most}; "
+                        "unset it, or run under the launcher or scheduler that sets it")
+    return int(value)
+
+
+def _job_id(env: Mapping[str, str]) -> str | None:
+    """SLURM_JOB_ID: Slurm's ids are numbers (an array task's and a heterogeneous component's
+    too: SLURM_ARRAY_*, SLURM_HET_* say which); it names run folders, so nothing else is taken."""
+    value = env.get("SLURM_JOB_ID") or None
+    if value is not None and not _JOB_ID.fullmatch(value):
+        raise UserError(f"SLURM_JOB_ID={value[:40]!r} in the environment: not a Slurm job id (a number); "
+                        "unset it outside a Slurm job")
+    return value
 
 
 def _slurm_gpus(env: Mapping[str, str], in_step: bool) -> list[int] | None:
@@ -239,9 +258,11 @@ def _slurm_gpus(env: Mapping[str, str], in_step: bool) -> list[int] | None:
 
 def _ranks(env: Mapping[str, str]) -> Ranks | None:
     """The launcher's rank variables; None outside ranks (no world size, or no ranks per node)."""
-    rank, world, local, per_node = (_number(env, name) for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))
+    rank, world, local, per_node = (_number(env, name, MAX_RANKS) for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))
     if world is None or not per_node:
         return None
+    if per_node > world:
+        raise UserError(f"LOCAL_WORLD_SIZE={per_node} is more than WORLD_SIZE={world}: the launcher's ranks cannot be that")
     return Ranks(rank, world, local, per_node)
 
 

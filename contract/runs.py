@@ -18,5 +18,7 @@ def runs_root() -> Path:
 
 def run_dir_name(label: str) -> Path:
     """Where a new run folder for `label` (a task id, `launch`, `job`) goes; not created."""
+    if "/" in label or "\0" in label:  # one folder directly under the root, never elsewhere
+        raise ValueError(f"a run folder's label is a plain name, not {label!r}")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     return runs_root() / f"{stamp}-{label}"

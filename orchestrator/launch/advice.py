@@ -151,6 +151,9 @@ def advise_job(
     from wirewise.jobenv import read_job_env
     from wirewise.orchestrator.store import Store
 
+    params = check_arguments(model=model, params=params, batch_size=batch_size, seq_len=seq_len, gpus=gpus,
+                             strategy=strategy, topology_file=topology_file, db=db, accounting=accounting,
+                             gpu_mem_gb=gpu_mem_gb, cpu=cpu, env=env)
     env = os.environ if env is None else env
     check_sizes(1 if gpus is None else gpus, batch_size, seq_len)  # place's and estimate's bounds, before any list of ranks
     shape = _shape(model, params, seq_len)
@@ -180,6 +183,49 @@ def advise_job(
         slurm_job_id=allocation.slurm.job_id if allocation.slurm else None,
         topology=allocation.topo.model_dump(mode="json") if allocation.topo is not None else None,
     )
+
+
+MAX_PARAMS = 10**15  # parameters of one model: past any trained (GPT-4 class models are ~10^12)
+_WHOLE, _TEXT, _PATH = "a whole number", "text", "a path (text)"
+_EXPECTED = {"model": _PATH, "batch_size": _WHOLE, "seq_len": _WHOLE, "gpus": _WHOLE, "strategy": _TEXT,
+             "topology_file": _PATH, "db": _TEXT, "accounting": _TEXT, "gpu_mem_gb": "a number of GB",
+             "cpu": "True or False", "env": "a mapping of names to text (like os.environ)",
+             "params": "a whole number of parameters (7e9 or 7_000_000_000)"}
+
+
+def check_arguments(**given: Any) -> int | None:
+    """Every argument of advise_job of its type, before anything reads it: a Python caller
+    (`wirewise.advice(batch_size="4")`) gets one line naming the argument, as the CLI does for
+    an option, never a TypeError from inside. Returns params as an int (7e9 is a float)."""
+    import math
+
+    for name, value in given.items():
+        if value is None and name not in ("batch_size", "accounting", "cpu"):
+            continue
+        expected = _EXPECTED[name]
+        if expected == _WHOLE or name == "params":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            if name == "params" and isinstance(value, float):
+                ok = math.isfinite(value) and value.is_integer()
+        elif expected in (_TEXT, _PATH):
+            ok = isinstance(value, str) or (expected == _PATH and isinstance(value, os.PathLike))
+        elif name == "gpu_mem_gb":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+        elif name == "cpu":
+            ok = isinstance(value, bool)
+        else:  # env
+            ok = isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        if not ok:
+            raise UserError(f"{name}={_shown(value)}: give {expected}")
+    params = given.get("params")
+    if params is not None and params >= MAX_PARAMS:  # too few: params_shape says so
+        raise UserError(f"params={_shown(params)}: give the model's parameter count, below {MAX_PARAMS:.0e}")
+    return None if params is None else int(params)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _shape(model: str | None, params: int | None, seq_len: int | None):

@@ -73,6 +73,11 @@ def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[
     db_url = absolute_url(db)
     file = _launch_file(advice, script, run_dir, display_url(db_url))
     job = read_job_env(env)
+    if len(advice.nodes) > 1 and not job.in_slurm:
+        raise UserError(f"WORLD_SIZE={job.ranks.world_size if job.ranks else '?'} and LOCAL_WORLD_SIZE="
+                        f"{job.ranks.local_world_size if job.ranks else '?'} say this process is one of ranks already "
+                        f"started across {len(advice.nodes)} machines, and no Slurm job says where the others are: "
+                        "run wirewise launch outside the ranks (it starts them), in a Slurm job for several nodes")
     if job.in_step and job.multi_node:
         raise UserError("run wirewise launch once for the job (in its batch script, or in salloc's shell), "
                         "not under srun: it starts one task on every node itself")
@@ -89,13 +94,15 @@ def check_script(script: list[str]) -> list[str]:
     if not script:
         raise UserError("give the training script after `--`, e.g. wirewise launch --model mistral-7b -- train.py --lr 1e-4")
     if script[0] in ("-m", "--module"):
-        if len(script) < 2:
-            raise UserError("-m needs a module name, e.g. wirewise launch --model mistral-7b -- -m my_package.train")
+        if len(script) < 2 or not all(part.isidentifier() for part in script[1].split(".")):
+            raise UserError(f"-m {script[1] if len(script) > 1 else ''!r}: give a module name, "
+                            "e.g. wirewise launch --model mistral-7b -- -m my_package.train")
         return ["-m", *script[1:]]
     if not Path(script[0]).is_file():
         raise UserError(f"{script[0]!r} is not a file: give the training script as accelerate launch takes it "
                         "(train.py ARGS, or -m package.module ARGS; not `python train.py`)")
-    return list(script)
+    # A file named like an option (--debug) goes as a path, or accelerate would take it for one.
+    return [os.path.join(".", script[0]) if script[0].startswith("-") else script[0], *script[1:]]
 
 
 def accelerate_command(file: LaunchFile, run_dir: Path, machine_rank: int, main_addr: str, port: int | None) -> list[str]:

@@ -99,3 +99,44 @@ def test_the_registry_names_each_models_transformer_block():
         assert tuple(c.__name__ for c in built.layer_classes) == MODELS[name].layer_classes
     families = {entry.family: entry.layer_classes for entry in MODELS.values()}
     assert families == {"mistral": ("MistralDecoderLayer",), "dinov2": ("Dinov2Layer",)}
+
+
+@pytest.mark.parametrize("given, said", [
+    ({"batch_size": "4"}, "batch_size='4': give a whole number"),
+    ({"batch_size": 4.5}, "batch_size=4.5: give a whole number"),
+    ({"batch_size": True}, "batch_size=True"),
+    ({"env": ["SLURM_JOB_ID=1"]}, "env=['SLURM_JOB_ID=1']: give a mapping"),
+    ({"env": {"WORLD_SIZE": 4}}, "env={'WORLD_SIZE': 4}"),
+    ({"model": None, "params": float("inf")}, "params=inf"),
+    ({"model": None, "params": float("nan")}, "params=nan"),
+    ({"model": None, "params": 1e300}, "params=1e+300"),
+    ({"model": None, "params": 7.5}, "params=7.5"),
+    ({"gpu_mem_gb": float("nan")}, "gpu_mem_gb=nan"),
+    ({"gpu_mem_gb": "80"}, "gpu_mem_gb='80'"),
+    ({"seq_len": 10**30}, "--seq-len 1000000000000000000000000000000"),
+    ({"gpus": 2.0}, "gpus=2.0"),
+    ({"strategy": 3}, "strategy=3"),
+    ({"cpu": "yes"}, "cpu='yes'"),
+    ({"model": 7}, "model=7"),
+    ({"model": "no-such-model"}, "unknown model 'no-such-model'"),
+    ({"env": {"WORLD_SIZE": "99999999999999999999", "LOCAL_WORLD_SIZE": "1"}}, "WORLD_SIZE='99999999999999999999'"),
+])
+def test_a_bad_argument_is_one_advice_error_a_value_error(tmp_path, given, said):
+    """wirewise.advice() from a script: one documented type for whatever its caller can fix
+    (issue 29: TypeError, AttributeError and OverflowError came from inside; 4.5 was taken)."""
+    import wirewise
+
+    args = {"model": "tiny-mistral", "cpu": True, "db": db(tmp_path), "env": {**no_slurm(), "WIREWISE_RUNS": str(tmp_path)}}
+    args.update(given)
+    if "WORLD_SIZE" in (given.get("env") or {}) and isinstance(given["env"]["WORLD_SIZE"], str):
+        args["env"] = {**no_slurm(), **given["env"]}
+    with pytest.raises(wirewise.AdviceError) as raised:
+        wirewise.advice(**{k: v for k, v in args.items() if not (k == "model" and v is None)})
+    assert isinstance(raised.value, ValueError) and said in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_whole_float_parameter_count_is_taken(tmp_path):
+    import wirewise
+
+    found = wirewise.advice(params=7e9, cpu=True, db=db(tmp_path), env=no_slurm())
+    assert found.params == 7_000_000_000 and isinstance(found.params, int)

@@ -229,3 +229,42 @@ def test_the_per_node_step_refuses_to_run_outside_an_srun_step(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "wirewise.orchestrator.launch.step", str(tmp_path)],
                           capture_output=True, text=True, env={**os.environ, **no_slurm()})
     assert proc.returncode == 2 and proc.stderr.startswith("wirewise: error:"), proc.stderr
+
+
+# -- careless and hostile environments and scripts (issue 29) ------------------------------------
+def test_a_script_named_like_an_option_reaches_accelerate_as_a_file(tmp_path):
+    """`-- --debug a`: a file named --debug is the script; accelerate must not take it for its own
+    --debug option, so it goes as ./--debug. A module name is a dotted name, never an option."""
+    (tmp_path / "--debug").write_text("print('training')\n")
+    found = launch_json("--model", "tiny-mistral", "--cpu", "--gpus", "2", "--", "--debug", "a",
+                        env=no_slurm(WIREWISE_RUNS=str(tmp_path / "runs")), cwd=tmp_path)
+    assert found["node_command"][-2:] == ["./--debug", "a"] and "--debug" not in found["node_command"][:-2]
+    assert "-m '--debug'" in refused("--model", "tiny-mistral", "--cpu", "--", "-m", "--debug", env=no_slurm(), cwd=tmp_path)
+
+
+@pytest.mark.parametrize("variables, said", [
+    ({"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "n1", "SLURM_NODEID": "abc"}, "SLURM_NODEID='abc'"),
+    ({"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "n1", "SLURM_NODEID": "-1"}, "SLURM_NODEID='-1'"),
+    ({"WORLD_SIZE": "99999999999999999999", "LOCAL_WORLD_SIZE": "1"}, "WORLD_SIZE='99999999999999999999'"),
+    ({"WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "٤"}, "LOCAL_WORLD_SIZE='٤'"),
+    ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "8"}, "LOCAL_WORLD_SIZE=8 is more than WORLD_SIZE=2"),
+    ({"SLURM_JOB_ID": "x/../../../escaped", "SLURM_JOB_NODELIST": "n1"}, "SLURM_JOB_ID='x/../../../escaped'"),
+    ({"SLURM_JOB_ID": "..", "SLURM_JOB_NODELIST": "n1"}, "SLURM_JOB_ID='..'"),
+])
+def test_a_malformed_scheduler_variable_is_one_line_naming_it(tmp_path, script, variables, said):
+    runs = tmp_path / "deep" / "runs"
+    for dry in (["--dry-run"], []):
+        line = refused(*dry, "--model", "tiny-mistral", "--cpu", "--gpus", "2", "--", str(script),
+                       env=no_slurm(WIREWISE_RUNS=str(runs), **variables), cwd=tmp_path)
+        assert said in line, line
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_dir()) == [], "a folder was made"
+
+
+def test_ranks_across_machines_without_slurm_are_refused_not_started_on_a_placeholder_port(tmp_path, script):
+    """WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 outside Slurm: two machines no scheduler names. The dry run
+    showed a placeholder port; started, accelerate was exec'd with it."""
+    env = no_slurm(WIREWISE_RUNS=str(tmp_path / "runs"), WORLD_SIZE="4", LOCAL_WORLD_SIZE="2")
+    for dry in (["--dry-run"], []):
+        line = refused(*dry, "--model", "tiny-mistral", "--cpu", "--gpus", "2", "--", str(script), env=env, cwd=tmp_path)
+        assert "WORLD_SIZE=4 and LOCAL_WORLD_SIZE=2" in line and "2 machines" in line, line
+    assert not (tmp_path / "runs").exists()
