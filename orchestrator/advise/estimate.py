@@ -125,13 +125,13 @@ def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Cal
     estimated at the run's own ranks, batch and sequence length); None without such runs."""
     from wirewise.orchestrator.store.results import ok_results
 
-    runs = ok_results(store, ("peak_mem_bytes", "world_size", "gpu_count", "micro_batch", "seq_len", "extra", "source"),
-                      present=("peak_mem_bytes",), workload="train", model=shape.name, strategy=strategy)
+    runs = ok_results(store, ("peak_mem_bytes", "ranks", "micro_batch", "seq_len", "source"),
+                      present=("peak_mem_bytes",), workload="train", model=shape.name, strategy=strategy, device="gpu")
     ratios, peaks, sources = [], [], set()
-    for peak, world, count, batch, seq, extra, source in runs:
-        if (extra or {}).get("device") == "cpu" or not peak:
+    for peak, ranks, batch, seq, source in runs:
+        if not peak:
             continue
-        ranks, batch = world or count or 1, batch or 1
+        ranks, batch = ranks or 1, batch or 1
         tokens = seq if shape.kind == "causal-lm" and seq else shape.tokens_per_sample
         estimated = sum(model_state_bytes(shape.params, strategy, ranks, accounting).values())
         estimated += activation_bytes(shape, batch, tokens)

@@ -109,16 +109,17 @@ def observations(history) -> list[Observation]:
 
     topo = history.topo
     rows = history.results(
-        ("node", "gpus", "strategy", "model", "world_size", "step_time_s", "tokens_per_s", "params", "extra"),
+        ("node", "gpus", "strategy", "model", "ranks", "step_time_s", "tokens_per_s", "precision", "compile", "case_key",
+         "extra"),
         present=("step_time_s", "tokens_per_s", "strategy"), workload="train",
     )
     if not rows:
         return []
     measured = {op: history.measured(op) for op in OPS}
     repeats: dict[tuple, list[float]] = {}
-    for shape, (node, gpus, strategy, model, world, step_s, tokens_s, params, extra) in rows:
-        params, extra = params or {}, extra or {}
-        if len(gpus) < 2 or params.get("compile") or strategy not in registry.STRATEGIES or not step_s:
+    for shape, (node, gpus, strategy, model, world, step_s, tokens_s, precision, compiled, case, extra) in rows:
+        extra = extra or {}
+        if len(gpus) < 2 or compiled or strategy not in registry.STRATEGIES or not step_s:
             continue
         try:
             model_facts = model_shape(model)
@@ -126,7 +127,6 @@ def observations(history) -> list[Observation]:
             continue  # a local model config this machine does not have
         links, names = history.wirings.get(node, (topo.links, topo.gpu_names))
         peak = extra.get("peak_tflops") or (hardware.datasheet_bf16_tflops(names[gpus[0]]) or (None, None))[1]
-        precision = extra.get("precision") or params.get("precision")
         if not peak or precision not in PRECISIONS:
             continue
         node_wiring = history.wiring(node)
@@ -138,11 +138,11 @@ def observations(history) -> list[Observation]:
         tokens = round(tokens_s * step_s / ranks)  # per rank per step, as the run counted them
         work = Work(extra.get("n_params") or model_facts.params, model_facts.layers, tokens, ranks, peak * 1e12, precision)
         label = f"{model} {strategy} x{ranks}, {tokens} tokens per rank"
-        repeats.setdefault((strategy, work, tuple(busbw.values()), label), []).append(step_s)
-    # Repeats of one configuration are one observation, at their median step.
+        repeats.setdefault((case, strategy, work, tuple(busbw.values()), label), []).append(step_s)
+    # Repeats of one case on one set shape are one observation, at their median step.
     return [Observation(strategy, work, dict(zip(OPS, busbw)), median(steps),
                         label if len(steps) == 1 else f"{label}, median of {len(steps)}", len(steps))
-            for (strategy, work, busbw, label), steps in repeats.items()]
+            for (_, strategy, work, busbw, label), steps in repeats.items()]
 
 
 def left_out(history) -> list[str]:

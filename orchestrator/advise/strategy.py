@@ -3,7 +3,8 @@ run, and one recommendation with its reasons.
 
 Throughput per strategy, each row saying its `basis` and `source`:
     measured    the median tokens/s the store holds for this model, strategy, wiring
-                (fingerprint) and set shape;
+                (fingerprint) and set shape, in one case (wirewise.case; the preferred one of
+                several: placement.history.preferred_case), one GPU included;
     fitted      the step model (wirewise.orchestrator.advise.step) with the achieved MFU and the
                 overlap of communication with compute fitted to the training results the store
                 holds for this wiring (wirewise.orchestrator.advise.fit): the strategy's own
@@ -76,7 +77,7 @@ def advise(
     busbw_gbs: float | None,
     gpu_name: str | None,
     batch_size: int = 1,
-    measured: dict[str, tuple[float, int, list[str]]] | None = None,
+    measured: dict[str, tuple[float, int, list[str], str]] | None = None,
     fits: dict[str, Fit] | None = None,
     pooled: Fit | None = None,
     op_busbw: dict[str, float] | None = None,
@@ -85,7 +86,7 @@ def advise(
     """{"strategy": the pick or None, "reasons": [...], "strategies": [per strategy: fits,
     memory, predicted tokens/s, its basis and source, the step it rests on]}.
     `measured`: strategy -> (tokens/s, results, sources: wirewise for benchmarks, job for real
-    jobs); `fits`: strategy -> its own fit on this wiring; `pooled`: the fit of every
+    jobs, the case as words: placement.history.History.tokens_per_s); `fits`: strategy -> its own fit on this wiring; `pooled`: the fit of every
     strategy's results; `op_busbw`: busbw per op for this set; `notes`: what the history
     left out, said after the reasons."""
     measured, fits = measured or {}, fits or {}
@@ -96,15 +97,15 @@ def advise(
     return {"strategy": pick, "reasons": reasons + list(notes), "strategies": rows}
 
 
-def _row(mem: StrategyMemory, found: tuple[float, int, list[str]] | None, fitted: Fit | None, own: bool,
+def _row(mem: StrategyMemory, found: tuple[float, int, list[str], str] | None, fitted: Fit | None, own: bool,
          work: Work | None, busbw) -> dict:
     row = {"strategy": mem.strategy, "fits": mem.fits, "total_gb": mem.total_gb}
     mfu, hidden = (fitted.mfu, fitted.hidden) if fitted else (ASSUMED_MFU, ASSUMED_HIDDEN)
     step = step_time(registry.STRATEGIES[mem.strategy], work, busbw, mfu, hidden) if work else None
     if found:
         tokens, basis, results = found[0], "measured", found[1]
-        source = (f"median of {results} training result(s) of this model and strategy on this wiring and set shape "
-                  f"({', '.join(found[2])})")
+        source = (f"median of {results} training result(s) of this model and strategy on this wiring and set shape, "
+                  f"one case ({found[3]})")
     elif step is None:
         tokens, basis, results = None, "model", 0
         source = "no prediction: the GPU's peak FLOP/s is not known (give --gpu-name with a known model)"

@@ -88,7 +88,7 @@ def _prediction_text(predict: Predictor, gpus: tuple[int, ...]) -> str:
     if found.basis == "measured":
         return (
             f"predicted all_reduce busbw {found.busbw_gbs:g} GB/s: median of {found.results} measured result(s) "
-            f"at {found.bytes} bytes on this wiring and set shape"
+            f"at {found.bytes} bytes on this wiring and set shape, one case ({found.case})"
         )
     return f"predicted all_reduce busbw {found.busbw_gbs:g} GB/s from the wiring model (nothing measured for this set shape)"
 

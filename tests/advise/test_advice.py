@@ -77,7 +77,7 @@ def test_measured_training_on_the_same_set_shape_decides(db_url: str) -> None:
     plant_training(db_url, topo, "nvl1", "mistral-7b", [
         {"gpus": [4, 5, 6, 7], "strategy": "fsdp", "tokens_per_s": 30000.0, **same},
         {"gpus": [4, 5, 6, 7], "strategy": "zero2", "tokens_per_s": 33000.0, **same},
-        {"gpus": [4, 5, 6, 7], "strategy": "ddp", "tokens_per_s": 99000.0, "extra": {"device": "cpu"}, **same},
+        {"gpus": [4, 5, 6, 7], "strategy": "ddp", "tokens_per_s": 99000.0, "extra": {"device": "cpu"}, "gpu_count": 0, **same},
         {"gpus": [0, 1, 4, 5], "strategy": "ddp", "tokens_per_s": 99000.0, **same},  # another shape
         {"gpus": [4, 5, 6, 7], "strategy": "ddp", "tokens_per_s": 99000.0, "micro_batch": 8, "seq_len": 2048},
     ])

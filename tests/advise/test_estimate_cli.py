@@ -54,7 +54,7 @@ def test_measured_peaks_calibrate_the_estimate(db_url: str) -> None:
     estimate of 21.73 + 9.52 = 31.25 GB: factor 37 / 31.25 = 1.184."""
     topo = read_topology(NVL_QUADS)
     run = {"gpus": [0, 1, 2, 3], "strategy": "fsdp", "micro_batch": 1, "seq_len": 2048, "peak_mem_bytes": [36e9, 37e9, 36.5e9, 35e9]}
-    cpu = {**run, "peak_mem_bytes": [1e9] * 4, "extra": {"device": "cpu"}}
+    cpu = {**run, "peak_mem_bytes": [1e9] * 4, "extra": {"device": "cpu"}, "gpu_count": 0}  # CPU ranks: no GPU
     plant_training(db_url, topo, "nvl1", "mistral-7b", [run, run, cpu])
     rows = by_strategy(wirewise_json("estimate", "-m", "mistral-7b", "--gpus", "4", "--gpu-mem-gb", "80", "--db", db_url))
     assert rows["fsdp"]["calibration"] == {"factor": pytest.approx(1.184, abs=0.002), "results": 2, "measured_peak_gb": 37.0,

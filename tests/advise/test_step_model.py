@@ -80,8 +80,9 @@ def store_2xh200(db_url: str, leave_out: str | None = None) -> None:
 
     rows = [json.loads(line) for line in (MEASURED / "wirewise-results.jsonl").read_text().splitlines()]
     kept = [r for r in rows if r["workload"] != "train" or r.get("strategy") != leave_out]
-    store_records(Store(db_url), [ResultRecord.model_validate(r) for r in kept])
+    # The wiring first, as a run stores it with its records: their case's geometry is read from it.
     wirewise("topo", "save", "-f", str(MEASURED / "topo.txt"), "--node", "vm", "--db", db_url, check=True)
+    store_records(Store(db_url), [ResultRecord.model_validate(r) for r in kept])
 
 
 def advised(db_url: str, model: str, batch: int) -> dict[str, dict]:

@@ -13,10 +13,10 @@ GIB = 1 << 30
 def plant_all_reduce(db_url: str, topo: Topology, node: str, busbw_by_gpus: dict, size: int = GIB, **fields) -> None:
     """One all_reduce result per GPU set (physical indices on `node`), stored with the wiring."""
     records = [
-        ResultRecord(
-            workload="collective", node=node, gpus=list(gpus), gpu_count=len(gpus), fingerprint=topo.fingerprint,
-            fabric=topo.fabric, op="all_reduce", bytes=size, busbw_gbs=busbw, **fields,
-        )
+        ResultRecord(**{
+            "workload": "collective", "node": node, "gpus": list(gpus), "gpu_count": len(gpus), "fingerprint": topo.fingerprint,
+            "fabric": topo.fabric, "op": "all_reduce", "bytes": size, "busbw_gbs": busbw, **fields,
+        })
         for gpus, busbw in busbw_by_gpus.items()
     ]
     store_measurement(Store(db_url), records, topo, node)
@@ -25,8 +25,8 @@ def plant_all_reduce(db_url: str, topo: Topology, node: str, busbw_by_gpus: dict
 def plant_training(db_url: str, topo: Topology, node: str, model: str, runs: list[dict]) -> None:
     """Training results: each run gives gpus, strategy and the measured fields."""
     records = [
-        ResultRecord(workload="train", node=node, gpu_count=len(run["gpus"]), fingerprint=topo.fingerprint,
-                     fabric=topo.fabric, model=model, world_size=len(run["gpus"]), **run)
+        ResultRecord(**{"workload": "train", "node": node, "gpu_count": len(run["gpus"]), "fingerprint": topo.fingerprint,
+                        "fabric": topo.fabric, "model": model, "world_size": len(run["gpus"]), **run})
         for run in runs
     ]
     store_measurement(Store(db_url), records, topo, node)

@@ -80,7 +80,7 @@ def test_history_of_a_renumbered_node_counts_by_set_shape(db_url: str) -> None:
 
 def test_cpu_ranks_and_forced_pcie_are_not_gpu_history(db_url: str) -> None:
     topo = read_topology(NVL)
-    plant_all_reduce(db_url, topo, "nvl1", {(0, 4): 900.0}, extra={"device": "cpu"})
+    plant_all_reduce(db_url, topo, "nvl1", {(0, 4): 900.0}, extra={"device": "cpu"}, gpu_count=0)  # CPU ranks: no GPU
     plant_all_reduce(db_url, topo, "nvl1", {(1, 5): 800.0}, params={"transport": "pcie"})
     out = place("--gpus", "2", "--node", "nvl1", "--db", db_url)
     assert out["basis"] == "model" and out["predicted_busbw_gbs"] == 120.0
