@@ -7,6 +7,7 @@ Slurm's variables for submitit; this is wirewise's, and nothing else reads them.
     JobEnv.physical_gpus() -> [int] | None  CUDA_VISIBLE_DEVICES as nvidia-smi's indices
     JobEnv.device_ids(planned) -> [str]     the entries that show a command the planned GPUs
     hostnames("gpu[01-04]")                 submitit's node-list parser, bounded before it expands
+    hostlist(["gpu01", "gpu02"])            the other way: "gpu[01-02]"
 
 What each variable means (sbatch(1) and srun(1), "OUTPUT ENVIRONMENT VARIABLES", Slurm 25.11):
 - SLURM_JOB_ID names the job; SLURM_STEP_ID is set inside an srun step and unset in the batch
@@ -195,6 +196,29 @@ def host_count(hostlist: str) -> int:
             count *= sum(_span(part) for part in body.split(","))
         total += count
     return total
+
+
+def hostlist(names: list[str]) -> str:
+    """hostnames() the other way: ['gpu01', 'gpu02', 'gpu04', 'cpu7'] -> 'cpu7,gpu[01-02,04]'
+    (names sorted, consecutive numbers of one prefix and width folded into ranges)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    parts = []
+    for name in sorted(set(names)):
+        found = re.fullmatch(r"(.*?)(\d+)", name)
+        if found:
+            groups.setdefault((found.group(1), len(found.group(2))), []).append(int(found.group(2)))
+        else:
+            parts.append(name)
+    for (prefix, width), numbers in groups.items():
+        runs: list[list[int]] = []
+        for n in sorted(numbers):
+            if runs and n == runs[-1][-1] + 1:
+                runs[-1].append(n)
+            else:
+                runs.append([n])
+        spans = [f"{r[0]:0{width}d}" + (f"-{r[-1]:0{width}d}" if len(r) > 1 else "") for r in runs]
+        parts.append(f"{prefix}{spans[0]}" if len(numbers) == 1 else f"{prefix}[{','.join(spans)}]")
+    return ",".join(sorted(parts))
 
 
 # ------------------------------------------------------------------------ the pieces

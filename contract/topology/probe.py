@@ -1,8 +1,9 @@
 """Read this machine's GPU wiring live through NVML (the `nvidia-ml-py` package, module pynvml).
 
 Per GPU: name, UUID, PCI bus id, device minor number, PCIe generation and width (current
-and max), CPU affinity, NUMA node, and every NVLink: up or down, and what is at the far
-end (another GPU, found by its PCI bus id, or an NVSwitch). The pair matrix is built as
+and max), CPU affinity, NUMA node, every NVLink: up or down, and what is at the far
+end (another GPU, found by its PCI bus id, or an NVSwitch), and its multi-node NVLink fabric
+(wirewise.topology.fabric). The pair matrix is built as
 nvidia-smi builds it: NV<n> for n links between two GPUs (through NVSwitches: the links
 both GPUs have into the switch fabric), else NVML's PCIe common ancestor.
 
@@ -24,7 +25,7 @@ from typing import Any
 from wirewise.errors import UserError
 from wirewise.nvml import NvmlUnavailable, query, session, text as nvml_text
 from wirewise.ranges import CPU_IDS, format_ranges, parse_ranges
-from wirewise.topology import cpus, labels
+from wirewise.topology import cpus, fabric, labels
 from wirewise.topology.model import Topology
 from wirewise.versions import dist_version, nccl_version
 from wirewise.topology.parse import parse_topo_text
@@ -113,7 +114,9 @@ def _read_gpu(nvml, handle) -> dict[str, Any]:
         "numa": _numa_node(nvml, handle, bus_id),
         "nvlink_supported": nvlink_supported,
         "nvlinks": nvlinks,
+        "fabric": fabric.read_fabric(nvml, handle),
     }
+
 
 
 def _pstate(value) -> int | None:

@@ -149,9 +149,34 @@ def _list_table(rows):
 
 
 @app.command()
-def slurm(from_file: FromFileOption = None, node: NodeOption = None) -> None:
+def slurm(
+    from_file: FromFileOption = None,
+    node: NodeOption = None,
+    blocks: Annotated[bool, typer.Option("--blocks", help="Instead: the block topology of every stored node, one block per NVLink domain (topology/block).")] = False,
+    format_: Annotated[str, typer.Option("--format", metavar="conf|yaml", help="With --blocks: topology.conf lines (default) or topology.yaml (Slurm 25.05+).")] = "conf",
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
     """gres.conf lines (one per GPU, Links= from NVLink counts, Cores= from CPU affinity) and a
-    slurm.conf Features= suggestion naming the fabric, for `--constraint`."""
+    slurm.conf Features= suggestion naming the fabric, for `--constraint`; with --blocks, the
+    block topology of the stored nodes (no GPU or file needed)."""
+    if blocks:
+        from wirewise.errors import UserError
+        from wirewise.orchestrator.slurm.blocks import plan_blocks, topology_conf, topology_yaml
+        from wirewise.orchestrator.store import Store
+        from wirewise.orchestrator.store.topology import node_domains
+
+        if from_file is not None or node is not None:
+            raise UserError("--blocks writes every stored node's block: it takes no --from-file or --node")
+        if format_ not in ("conf", "yaml"):
+            raise UserError(f"--format {format_!r}: give conf (topology.conf lines) or yaml (topology.yaml)")
+        store = Store.open_existing(db)
+        plan = plan_blocks(node_domains(store) if store is not None else {})
+        if json:
+            print_json(plan.contract())
+            return
+        typer.echo(topology_conf(plan) if format_ == "conf" else topology_yaml(plan), nl=False)
+        return
     from wirewise.orchestrator.slurm.gres import gres_conf, slurm_node
     from wirewise.topology import read_topology
 

@@ -59,6 +59,15 @@ class NodeWiring:
         return self._own.get("gpu_names") or [None] * len(self.links)
 
     @property
+    def domain(self) -> tuple[str, int] | None:
+        """The multi-node NVLink domain (cluster UUID, clique id) the node's GPUs reported when
+        this wiring was saved (wirewise.topology.fabric.domain_of); None: in none."""
+        from wirewise.topology.fabric import domain_of
+
+        gpus = self.details.get("gpus") or []
+        return domain_of([gpu.get("fabric") for gpu in gpus]) if gpus else None
+
+    @property
     def groups(self) -> list[list[int]] | None:
         """NVLink groups in the node's own GPU numbering."""
         return wiring_groups(self.parsed, self.details)
@@ -96,6 +105,14 @@ def node_wirings(store: Store, fingerprints: Iterable[str] | None = None, nodes:
                    d.when(first_seen), d.when(last_seen))
         for name, fingerprint, fabric, switched, gpu_count, gpu_model, parsed, details, first_seen, last_seen in rows
     ]
+
+
+def node_domains(store: Store) -> dict[str, tuple[str, int] | None]:
+    """Every stored node -> the multi-node NVLink domain of its current wiring (NodeWiring.domain)."""
+    domains: dict[str, tuple[str, int] | None] = {}
+    for wiring in node_wirings(store):  # the most recent first: a node's current wiring
+        domains.setdefault(wiring.node, wiring.domain)
+    return domains
 
 
 def node_names(store: Store) -> set[str]:

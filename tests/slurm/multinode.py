@@ -72,8 +72,19 @@ class MultinodeCluster:
         self.run_script("crash", node)
 
     def start(self) -> None:
-        """Bring back a node a test crashed (a no-op when every node runs)."""
+        """Bring back a node a test crashed (a no-op when every node runs); a topology a test
+        loaded (use_topology) is dropped again: Slurm's flat default."""
         self.run_script("start")
+
+    def use_topology(self, path: Path | None) -> None:
+        """Restart the cluster with this topology.conf or topology.yaml (None: none)."""
+        env = {**os.environ, **self.env}
+        env.pop("WIREWISE_MULTINODE_TOPOLOGY", None)
+        if path is not None:
+            env["WIREWISE_MULTINODE_TOPOLOGY"] = str(path)
+        proc = subprocess.run([str(self.script), "start"], env=env, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"multinode.sh start with topology {path} failed ({proc.returncode}):\n{proc.stderr}")
 
     def namespaces(self, node: str) -> tuple[str, str]:
         """The node's (network, UTS) namespace inodes, as multinode.sh recorded them."""

@@ -34,12 +34,16 @@
 #   WIREWISE_MULTINODE_NODES ("wwn1=a100x4 wwn2=a100x4 wwn3=v100x3"): NAME=TYPE per node. A type
 #       is its Slurm feature and says what `nvidia-smi topo -m` and NVML report on the node:
 #       a100x4 (4 GPUs, NV4 all-to-all), v100x3 (3 GPUs: an NV6 pair and one on PCIe), cpu (no
-#       GPU), or the path of any `nvidia-smi topo -m` file (one fake GPU per row);
+#       GPU), or the path of any `nvidia-smi topo -m` file (one fake GPU per row). The nodes of one
+#       type share one multi-node NVLink domain in their fake NVML (fabric_of);
 #   WIREWISE_MULTINODE_CPUS (4 per node), WIREWISE_MULTINODE_MEM_MB (4096 per node),
 #   WIREWISE_MULTINODE_SLURMD_TIMEOUT (30 s: a node that stops answering is down 30-40 s later;
 #       Slurm's default is 300 s, and wirewise's own supervisors give up on a silent peer after 20 s),
 #   WIREWISE_MULTINODE_HEALTH_INTERVAL (5 s: how often slurmd runs its HealthCheckProgram),
-#   WIREWISE_MULTINODE_TIMEOUT (60 s per wait). Must run as root.
+#   WIREWISE_MULTINODE_TIMEOUT (60 s per wait),
+#   WIREWISE_MULTINODE_TOPOLOGY (none): a topology.conf or topology.yaml file (by its name's end,
+#       e.g. what `wirewise topo slurm --blocks` writes) the cluster loads: a .conf one with
+#       TopologyPlugin=topology/block; unset, Slurm's default flat topology. Must run as root.
 #
 # Hooks: slurmd's HealthCheckProgram and Prolog run STATE/hooks/health-check and STATE/hooks/prolog
 # when a test puts an executable there (and do nothing otherwise), inside the node, as slurmd runs
@@ -64,6 +68,7 @@ MEM_MB=${WIREWISE_MULTINODE_MEM_MB:-4096}
 SLURMD_TIMEOUT=${WIREWISE_MULTINODE_SLURMD_TIMEOUT:-30}
 HEALTH_INTERVAL=${WIREWISE_MULTINODE_HEALTH_INTERVAL:-5}
 TIMEOUT=${WIREWISE_MULTINODE_TIMEOUT:-60}
+TOPOLOGY=${WIREWISE_MULTINODE_TOPOLOGY:-}
 PARTITION=debug
 CLUSTER_NAME=wwmulti
 ACCOUNT=wirewise
@@ -111,6 +116,10 @@ validate() {
         TYPE_OF[$name]=$type
     done
     ((${#NODES[@]} >= 1 && ${#NODES[@]} <= 16)) || die "WIREWISE_MULTINODE_NODES must name 1 to 16 nodes"
+    case $TOPOLOGY in
+        "" | *.conf | *.yaml) [[ -z $TOPOLOGY || -r $TOPOLOGY ]] || die "WIREWISE_MULTINODE_TOPOLOGY: cannot read $TOPOLOGY" ;;
+        *) die "WIREWISE_MULTINODE_TOPOLOGY must name a topology.conf or topology.yaml file (ending .conf or .yaml)" ;;
+    esac
 }
 
 wiring_of() {  # TYPE -> the `nvidia-smi topo -m` file its nodes report ("" for cpu)
@@ -123,6 +132,12 @@ wiring_of() {  # TYPE -> the `nvidia-smi topo -m` file its nodes report ("" for 
     esac
 }
 feature_of() { local t=${1##*/}; echo "${t%.txt}"; }
+fabric_of() {  # TYPE -> "CLUSTER-UUID CLIQUE-ID" its fake NVML reports: one NVLink domain per node type
+    [[ $1 != cpu ]] || return 0
+    local h
+    h=$(printf '%s' "wirewise-test-domain-$(feature_of "$1")" | md5sum)
+    echo "${h:0:8}-${h:8:4}-${h:12:4}-${h:16:4}-${h:20:12} 1"
+}
 gpus_in() {  # WIRING-FILE -> its GPU rows: GPUn followed by its own X (ANSI colour codes aside)
     [[ -n $1 ]] || { echo 0; return; }
     sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '$1 ~ /^GPU[0-9]+$/ { for (i = 2; i <= NF; i++) if ($i == "X") { n++; break } } END { print n + 0 }'
@@ -421,6 +436,7 @@ node_folder_current() {  # NODE: its folder is what the settings and fake_node/ 
     local own=$DIR/nodes/$1 target source
     [[ -f $own/gpu-count && $(cat "$own/gpu-count") == "$(node_gpus "$1")" ]] || return 1
     [[ -f $own/gpu-name && $(cat "$own/gpu-name") == "$(gpu_name_of "${TYPE_OF[$1]}")" ]] || return 1
+    [[ $(cat "$own/fabric" 2>/dev/null) == "$(fabric_of "${TYPE_OF[$1]}")" ]] || return 1
     while read -r target source; do
         cmp -s "$target" "$source" || return 1
     done < <(node_files "$1")
@@ -434,6 +450,7 @@ write_node_folder() {  # NODE (not running): its wiring, fake GPUs (c 195 N), nv
     mkdir -p "$own/dev" "$own/bin" "$own/python" "$NODE_ROOT"
     echo "$n" >"$own/gpu-count"
     gpu_name_of "${TYPE_OF[$node]}" >"$own/gpu-name"
+    [[ ${TYPE_OF[$node]} == cpu ]] || fabric_of "${TYPE_OF[$node]}" >"$own/fabric"
     while read -r target source; do cp "$source" "$target"; done < <(node_files "$node")
     for ((i = 0; i < n; i++)); do
         mknod "$own/dev/nvidia$i" c 195 "$i" || die "mknod $own/dev/nvidia$i failed (needs root and a filesystem that allows device nodes)"
@@ -484,6 +501,16 @@ EOF
         true
     } | write_if_changed "$ETC/gres.conf" 644 && changed=0
     nodelist=$(IFS=,; echo "${NODES[*]}")
+    # The topology a test asked for (Slurm reads topology.yaml first, topology.conf otherwise).
+    local topology_line=""
+    case $TOPOLOGY in
+        *.conf) topology_line="TopologyPlugin=topology/block"
+            write_if_changed "$ETC/topology.conf" 644 <"$TOPOLOGY" && changed=0
+            [[ -e $ETC/topology.yaml ]] && { rm -f "$ETC/topology.yaml"; changed=0; } ;;
+        *.yaml) write_if_changed "$ETC/topology.yaml" 644 <"$TOPOLOGY" && changed=0
+            [[ -e $ETC/topology.conf ]] && { rm -f "$ETC/topology.conf"; changed=0; } ;;
+        *) [[ -e $ETC/topology.conf || -e $ETC/topology.yaml ]] && { rm -f "$ETC/topology.conf" "$ETC/topology.yaml"; changed=0; } ;;
+    esac
     {
         cat <<EOF
 # Written by $PROG (tests/slurm/multinode.sh) on every start; edits are overwritten.
@@ -517,6 +544,7 @@ EOF
             printf 'NodeName=%s NodeHostname=%s NodeAddr=%s CPUs=%s Sockets=1 CoresPerSocket=%s ThreadsPerCore=1 RealMemory=%s Feature=%s%s State=UNKNOWN\n' \
                 "$node" "$node" "$(node_addr "$i")" "$NCPUS" "$NCPUS" "$MEM_MB" "$(feature_of "${TYPE_OF[$node]}")" "$gres"
         done
+        [[ -z $topology_line ]] || echo "$topology_line"
         echo "PartitionName=$PARTITION Nodes=$nodelist Default=YES MaxTime=INFINITE State=UP"
     } | write_if_changed "$CONF" 644 && changed=0
     return $changed

@@ -13,15 +13,21 @@ the file. A GPU with more links than NVML has (an NVSwitch box's NV18 to 7 peers
 NVLink as not supported, and the probe falls back to the node's `nvidia-smi topo -m` (the shim
 beside this file), as it does in a VM.
 
+Its NVLink fabric (nvmlDeviceGetGpuFabricInfoV) is the one ../fabric names ("CLUSTER-UUID
+CLIQUE-ID", written by tests/slurm/multinode.sh: nodes of one type share one domain), completed and healthy
+on every GPU; without the file the GPUs report no fabric (state "not supported").
+
 Faults a test plants on a node: ../nvml-faults.json (read on every call, so a planted fault
 shows in the next process and its removal too), e.g.
 
     {"inactive": {"1": [0, 1]}}   GPU 1's NVLinks 0 and 1 down
     {"pcie": {"2": [4, 8]}}       GPU 2's PCIe link at gen 4 x8 (the maximum is gen 4 x16)
+    {"fabric_health": {"2": 1}}   GPU 2's fabric health mask: degraded bandwidth (NVML's bits 0-1 = 1)
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
 from functools import cache
@@ -81,6 +87,25 @@ def _cpus(text: str | None) -> list[int]:
             low, _, high = part.strip().partition("-")
             found.extend(range(int(low), int(high or low) + 1))
     return found
+
+
+class c_nvmlGpuFabricInfo_v2_t(ctypes.Structure):  # nvml.h's nvmlGpuFabricInfo_v2_t
+    _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_uint8 * 16), ("status", ctypes.c_int),
+                ("cliqueId", ctypes.c_uint32), ("state", ctypes.c_uint), ("healthMask", ctypes.c_uint32)]
+
+
+def nvmlDeviceGetGpuFabricInfoV(handle: int, info) -> int:
+    """Fills the struct behind `info` (ctypes.byref, as with the real pynvml)."""
+    out = info._obj
+    try:
+        uuid, clique = (NODE / "fabric").read_text().split()
+    except FileNotFoundError:
+        out.state = 0  # NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
+        return 0
+    out.clusterUuid[:] = list(bytes.fromhex(uuid.replace("-", "")))
+    out.cliqueId, out.state, out.status = int(clique), 3, 0  # completed, NVML_SUCCESS
+    out.healthMask = int(_faults().get("fabric_health", {}).get(str(handle), 0))
+    return 0
 
 
 def nvmlInit() -> None:
