@@ -17,10 +17,12 @@ from wirewise.topology import Topology, hardware, node_name, read_topology
 
 
 def placement_wiring(topology_file: Path | None, node: str | None, store,
-                     gpu_name: str | None = None) -> tuple[Topology, bool, str]:
-    """The wiring to place on, its GPUs named (wirewise.orchestrator.placement.naming): (the
-    topology, whether it is this machine's, probed live, where the GPU model comes from)."""
-    from wirewise.orchestrator.placement.naming import with_gpu_model
+                     gpu_name: str | None = None) -> tuple[Topology, bool, str | None, str]:
+    """The wiring to place on, its GPUs named where anything names them
+    (wirewise.orchestrator.placement.naming): (the topology, whether it is this machine's, probed
+    live, where the GPU model comes from or None, the reason that says the model and its rates or
+    why it is unknown)."""
+    from wirewise.orchestrator.placement.naming import unknown_model_text, with_gpu_model
     from wirewise.orchestrator.store.topology import load_topology
 
     if topology_file is not None:
@@ -35,7 +37,9 @@ def placement_wiring(topology_file: Path | None, node: str | None, store,
         except UserError as exc:
             raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
     named, source = with_gpu_model(topo, gpu_name, store, where)
-    return named, live, source
+    if source is None:
+        return named, live, None, unknown_model_text(named, store, where)
+    return named, live, source, f"GPU model {named.gpu_model} (from {source}): {hardware.rates_text(named.gpu_model)}"
 
 
 def free_gpus(gpus: int, given: list[int] | None, node: str | None, live: bool) -> tuple[list[int], str]:
@@ -84,7 +88,7 @@ def placement_for(
     """The `wirewise place --json` object."""
     store = Store.open_existing(db)
     given = sorted(parse_ranges(free, GPU_INDICES, option="--free")) if free is not None else None
-    topo, live, model_source = placement_wiring(topology_file, node, store, gpu_name)
+    topo, live, model_source, model_said = placement_wiring(topology_file, node, store, gpu_name)
     free_list, free_source = free_gpus(topo.gpus, given, node, live)
     label = node or (topology_file.name if topology_file else node_name(topo))
     kept_off = nodes_measured(store, [node]).avoid.get(node) if node else None
@@ -94,7 +98,7 @@ def placement_for(
                                         batch_size=batch_size, seq_len=seq_len, accounting=accounting,
                                         gpu_mem_gb=gpu_mem_gb)}
     result.update(gpu_model=topo.gpu_model, gpu_model_source=model_source)
-    result["reasons"].insert(1, f"GPU model {topo.gpu_model} (from {model_source}): {hardware.rates_text(topo.gpu_model)}")
+    result["reasons"].insert(1, model_said)
     return result
 
 

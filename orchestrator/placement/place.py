@@ -67,7 +67,8 @@ def reasons(topo: Topology, predict: Predictor, gpus: list[int], free: list[int]
     said.append(_prediction_text(predict, chosen))
     left = [g for g in free if g not in gpus]
     if left:
-        said.append(f"leaves GPU(s) {','.join(map(str, left))} free ({_left_text(wiring, tuple(left))})")
+        figure = f" ({_left_text(wiring, tuple(left))})" if topo.named or len(left) == 1 else ""  # no rates, no figure
+        said.append(f"leaves GPU(s) {','.join(map(str, left))} free{figure}")
     return said
 
 

@@ -44,7 +44,7 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
     node = request.node
-    topo, live, _ = placement_wiring(topology_file, node, Store.open_existing(db), gpu_name)
+    topo, live, _, _ = placement_wiring(topology_file, node, Store.open_existing(db), gpu_name)
     store = Store(db)  # the job is recorded: create the database once the request is sound
     free_list, free_source = (
         (list(range(topo.gpus)), "the whole node") if request.whole_node else free_gpus(topo.gpus, None, node, live)
