@@ -208,19 +208,23 @@ def plan_owner(root: Path) -> str | None:
         return None
 
 
+class FolderUnusable(UserError):
+    """The campaign's folder is gone or no longer its own: what the store holds is all there is."""
+
+
 def check_folder(root: Path, name: str) -> None:
-    """The folder of the stored campaign `name` is there and still its own; else UserError,
+    """The folder of the stored campaign `name` is there and still its own; else FolderUnusable,
     before anything reads it or changes a stored status."""
     kept = f"the stored results are kept (`wirewise results --campaign {name}`)"
     forget = f"`wirewise campaign forget {name}` removes the campaign's records"
     if not root.is_dir():
-        raise UserError(f"campaign folder {root} is missing; {kept}; {forget}")
+        raise FolderUnusable(f"campaign folder {root} is missing; {kept}; {forget}")
     owner = plan_owner(root)
     if owner != name:
         what = f"holds campaign {owner!r}'s {PLAN}" if owner else f"has no {PLAN} of campaign {name!r}"
-        raise UserError(f"campaign folder {root} {what}; {kept}; {forget}")
+        raise FolderUnusable(f"campaign folder {root} {what}; {kept}; {forget}")
     if not (root / TASKS).is_dir():
-        raise UserError(f"campaign folder {root} has lost its {TASKS}/ folder; {kept}; {forget}")
+        raise FolderUnusable(f"campaign folder {root} has lost its {TASKS}/ folder; {kept}; {forget}")
 
 
 def missing_task_specs(root: Path, task_ids) -> list[str]:

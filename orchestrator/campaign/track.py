@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirewise.orchestrator.campaign.folder import FINISHED, CampaignFolder, check_folder
+from wirewise.orchestrator.campaign.folder import FINISHED, CampaignFolder, FolderUnusable, check_folder
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.campaigns import CampaignInfo, TaskInfo, campaign_info, campaign_tasks, set_statuses
 
@@ -38,6 +38,7 @@ class CampaignStatus:
     campaign: CampaignInfo
     tasks: list[TaskState] = field(default_factory=list)
     stored: list[TaskInfo] = field(default_factory=list)  # the task rows the states were read from
+    note: str | None = None  # set where the states are the stored ones alone: why (the folder is gone)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -64,17 +65,28 @@ class CampaignStatus:
             "total": len(self.tasks), "counts": self.counts, "done": self.done,
             "tasks": [t.__dict__ for t in self.tasks],
         }
+        if self.note:
+            shown["note"] = self.note
         nodes = self.by_node
         return {**shown, "nodes": nodes} if nodes else shown
 
 
-def campaign_status(store: Store, name: str) -> CampaignStatus:
+def campaign_status(store: Store, name: str, stored_if_unusable: bool = False) -> CampaignStatus:
     """Where each task stands; UserError when the campaign's folder is missing or not its own
-    (wirewise.orchestrator.campaign.folder.check_folder), so nothing reads it as "missing"."""
+    (wirewise.orchestrator.campaign.folder.check_folder), so nothing reads it as "missing".
+    `stored_if_unusable`: instead, the statuses the store holds, with a note saying why (what
+    `campaign status` shows of a campaign whose folder was deleted)."""
     from wirewise.orchestrator.executor import executor_named
 
     info = campaign_info(store, name)
-    check_folder(Path(info.folder), name)
+    try:
+        check_folder(Path(info.folder), name)
+    except FolderUnusable as exc:
+        if not stored_if_unusable:
+            raise
+        tasks = campaign_tasks(store, name)
+        return CampaignStatus(info, [TaskState(t.task_id, t.status, t.attempts, t.element, t.node) for t in tasks], tasks,
+                              note=f"{str(exc).split(';')[0]}: these are the statuses stored when it was last read")
     folder = CampaignFolder(Path(info.folder))
     tasks = campaign_tasks(store, name)
     outcomes = {task.task_id: folder.outcome(task.task_id) for task in tasks}

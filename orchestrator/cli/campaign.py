@@ -1,6 +1,7 @@
 """`wirewise campaign`: plan, submit, follow, collect, resume, cancel and list campaigns.
 Parsing and printing only; the work is in wirewise.orchestrator.campaign."""
 
+import sys
 import time
 from contextlib import contextmanager
 from typing import Annotated
@@ -129,7 +130,9 @@ def status(
     if not 1 <= interval <= MAX_INTERVAL_S:  # also refuses nan
         raise UserError(f"--interval {interval:g}: give seconds from 1 to {MAX_INTERVAL_S}")
     store = Store(db)
-    state = campaign_status(store, name)
+    state = campaign_status(store, name, stored_if_unusable=not watch)
+    if state.note:
+        sys.stderr.write(f"wirewise: note: {state.note}\n")
     if watch:
         state = _watch(store, name, state, interval, quiet=json)
         collect_campaign(store, name)

@@ -92,10 +92,20 @@ def campaign_counts(db: str) -> dict:
 def test_a_deleted_folder_keeps_the_stored_statuses_and_every_command_says_so(campaign):
     db, folder, _ = campaign
     shutil.rmtree(folder)
-    for verb in ("collect", "status", "resume"):
+    for verb in ("collect", "resume"):
         one_line_exit_2(wirewise("campaign", verb, "trust-c", "--db", db, timeout=QUICK),
                         f"campaign folder {folder} is missing; the stored results are kept")
+    one_line_exit_2(wirewise("campaign", "status", "trust-c", "--watch", "--db", db, timeout=QUICK),
+                    f"campaign folder {folder} is missing")
     assert campaign_counts(db) == {"trust-c": {"ok": 2}}
+    # status shows what the store holds, and says the folder is gone (issue 29: it refused)
+    proc = wirewise("campaign", "status", "trust-c", "--json", "--db", db, timeout=QUICK)
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["counts"] == {"ok": 2} and f"campaign folder {folder} is missing" in shown["note"]
+    assert proc.stderr == f"wirewise: note: {shown['note']}\n"
+    table = wirewise("campaign", "status", "trust-c", "--db", db, timeout=QUICK)
+    assert table.returncode == 0 and "ok" in table.stdout and "is missing" in table.stderr
 
 
 def test_a_deleted_tasks_folder_uses_up_no_attempt(campaign):
