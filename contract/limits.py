@@ -140,21 +140,30 @@ def too_deep(doc: Any) -> str | None:
 TOO_DEEP = f"nested deeper than {MAX_NESTING} levels, the bound for a document"
 
 
-def read_json(path: str | Path, what: str, max_bytes: int, fix: str) -> Any:
+def read_json(path: str | Path, what: str, max_bytes: int, fix: str, lines: bool = False) -> Any:
     """The JSON document in a file a person named (a result file, a baselines file, a model
     config): a regular file of at most `max_bytes` (read_bounded), nested at most MAX_NESTING
     levels (Python's parser would otherwise raise RecursionError near 1,000). Each way it fails
     is one UserError that names the file: `what` it is where it cannot be read (cannot_read),
-    and `fix` (what to give instead) where it is not JSON or nests too deep."""
+    and `fix` (what to give instead) where it is not JSON or nests too deep. With `lines`, JSON
+    lines are read too (one value per line, as .jsonl files hold them): the values come back as
+    a JsonLines list, one document as itself."""
     import json
 
     from wirewise.errors import UserError
 
     try:
-        doc = json.loads(read_bounded(path, max_bytes))
-        problem = too_deep(doc)
+        text = read_bounded(path, max_bytes)
     except OSError as exc:
         raise cannot_read(what, path, exc) from None
+    try:
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            if not (lines and str(exc).startswith("Extra data")):
+                raise
+            doc = JsonLines(json.loads(line) for line in text.splitlines() if line.strip())
+        problem = too_deep(doc)
     except RecursionError:
         problem = TOO_DEEP
     except ValueError as exc:  # bad JSON or UTF-8
@@ -162,3 +171,7 @@ def read_json(path: str | Path, what: str, max_bytes: int, fix: str) -> Any:
     if problem:
         raise UserError(f"{path}: {problem}; {fix}")
     return doc
+
+
+class JsonLines(list):
+    """The values of a JSON-lines file, one per line (read_json with `lines`)."""

@@ -14,7 +14,7 @@ from wirewise.orchestrator.store.results import insert_results, too_long
 
 # A field of a result file this wirewise does not know: most likely written by a newer one.
 NEWER_FIELD = "a field this wirewise does not know (written by a newer wirewise? upgrade it)"
-RESULT_FILE_FIX = "give the result.json a wirewise task wrote, or its folder"
+RESULT_FILE_FIX = "give the result.json a wirewise task wrote, or its folder, or result records as JSON lines"
 
 
 def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
@@ -63,19 +63,31 @@ def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecor
         raise UserError(f"{path}: {exc}") from None
 
 
+def as_result_document(doc: Any) -> Any:
+    """A result file's document: a task's result.json as it is; JSON lines of result records (one
+    per line, as results are exported and the project's fixtures hold them; a file of one line
+    is one record) as a document of those records, with no wiring."""
+    from wirewise.limits import JsonLines
+
+    if isinstance(doc, JsonLines) or (isinstance(doc, dict) and "records" not in doc and "workload" in doc):
+        values = list(doc) if isinstance(doc, JsonLines) else [doc]
+        return {"records": values, "lines": True}
+    return doc
+
+
 def read_result_file(path: str | Path) -> tuple[list[ResultRecord], Any, list[tuple[Any, str]]]:
     """(records, the Topology they ran on or None, (Topology, node) of the other nodes of a
     multi-node task) of a result.json, checked: a regular file within MAX_RESULT_BYTES, JSON
     within MAX_NESTING, records and wirings of this wirewise's schema."""
     from pydantic import ValidationError
 
-    doc = read_json(path, "result file", MAX_RESULT_BYTES, RESULT_FILE_FIX)
+    doc = as_result_document(read_json(path, "result file", MAX_RESULT_BYTES, RESULT_FILE_FIX, lines=True))
     if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
         raise UserError(f"{path}: not a wirewise result file (no list of records); {RESULT_FILE_FIX}")
     records, where = [], "topology"
     try:
         for index, raw in enumerate(doc["records"]):
-            where = f"records[{index}]"
+            where = f"line {index + 1}" if doc.get("lines") else f"records[{index}]"
             records.append(ResultRecord.model_validate(raw))
         from wirewise.topology import Topology
 

@@ -574,3 +574,21 @@ def test_a_long_log_line_without_spaces_is_read_in_linear_time(tmp_path, db_url)
     log = tmp_path / "deep.log"
     log.write_text("[" * 200_000)
     one_line_exit_2(wirewise("import", "nccl-tests", str(log), "--db", db_url, timeout=QUICK), "no nccl-tests result rows found")
+
+
+def test_the_fixtures_json_lines_result_files_are_collected(tmp_path, db_url):
+    """Issue 29: collect refused the JSON-lines files of tests/fixtures/measured-2xh200 (one result
+    record per line, as stored). Each line is a record; a bad line is named by its number, and
+    then the file stores nothing."""
+    measured = FIXTURES / "measured-2xh200"
+    lines = (measured / "wirewise-results.jsonl").read_text().splitlines()
+    done = wirewise_json("collect", str(measured / "wirewise-results.jsonl"), "--db", db_url)
+    ids = {json.loads(line)["record_id"] for line in lines}
+    assert done["records"] == len(lines) and db_rows(db_url, "SELECT count(*) FROM results") == [(len(ids),)]
+    one = tmp_path / "one.jsonl"
+    one.write_text(lines[0] + "\n")
+    assert wirewise_json("collect", str(one), "--db", db_url)["records"] == 1  # one line: one record
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([lines[0], json.dumps({**json.loads(lines[1]), "record_id": "new", "bytes": -1})]) + "\n")
+    one_line_exit_2(wirewise("collect", str(broken), "--db", db_url, timeout=QUICK), "broken.jsonl: ")
+    assert db_rows(db_url, "SELECT count(*) FROM results WHERE record_id = 'new'") == [(0,)]
