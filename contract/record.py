@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from wirewise.limits import MAX_INT
 
@@ -35,6 +35,13 @@ Source = Literal["wirewise", "nccl-tests", "job"]
 FIGURES = ("time_us", "algbw_gbs", "busbw_gbs", "step_time_s", "samples_per_s", "tokens_per_s", "mfu")
 COUNTS = ("bytes", "count", "gpu_count", "wrong", "world_size", "micro_batch", "seq_len")
 PER_RANK = ("peak_mem_bytes", "model_state_bytes", "gpus")
+
+# A record's `mfu` has one basis, so that every reader that pools MFU pools like with like: the
+# GPU's datasheet dense bf16 peak (wirewise.topology.hardware), what every GPU has and no run
+# changes. A measured peak (MEASURED_PEAK_ENV, e.g. a bf16 matmul's TFLOP/s) gives a second MFU,
+# kept beside it in extra under its own names (mfu_measured_peak, measured_peak_tflops).
+MFU_BASIS = "datasheet"
+MEASURED_PEAK_ENV = "WIREWISE_PEAK_TFLOPS"
 
 
 def utcnow() -> datetime:
@@ -131,7 +138,35 @@ class ResultRecord(BaseModel):
     mfu: float | None = None
     extra: dict[str, Any] = Field(default_factory=dict)  # anything a workload adds beyond the contract
 
+    @model_validator(mode="after")
+    def _mfu_on_its_basis(self) -> ResultRecord:
+        if self.workload == "train":
+            self.mfu, self.extra = mfu_on_datasheet(self.mfu, self.extra)
+        return self
+
     @field_validator("started_at", "ended_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
         return as_utc(value)
+
+
+def mfu_on_datasheet(mfu: float | None, extra: dict[str, Any]) -> tuple[float | None, dict[str, Any]]:
+    """A training record's (mfu, extra) on the one basis (MFU_BASIS). Records written before the
+    basis was recorded took `mfu` against MEASURED_PEAK_ENV where it was set (their
+    extra.peak_source names it) and the datasheet's in extra.mfu_datasheet: the measured-peak
+    figures move to their own names and the datasheet's become mfu and peak_tflops. Every other
+    record is returned as it is. The store's migration 0011 applies this to the rows stored."""
+    from wirewise.topology.hardware import datasheet_peak
+
+    if "mfu_basis" in extra or not str(extra.get("peak_source") or "").startswith(MEASURED_PEAK_ENV):
+        return mfu, extra
+    moved = {key: value for key, value in extra.items() if key != "mfu_datasheet"}
+    datasheet = extra.get("mfu_datasheet")
+    tflops, source = datasheet_peak(extra.get("device_name"))
+    with_attention = extra.get("mfu_with_attention")
+    moved.update(
+        mfu_basis=MFU_BASIS, peak_tflops=tflops, peak_source=source,
+        mfu_with_attention=with_attention * datasheet / mfu if with_attention and datasheet and mfu else None,
+        mfu_measured_peak=mfu, measured_peak_tflops=extra.get("peak_tflops"), measured_peak_source=extra["peak_source"],
+    )
+    return datasheet, moved

@@ -1,5 +1,14 @@
-"""Sizes as people write them: '1M', '512K', '1G' in, '1G' out (binary units, as nccl-tests'
--b/-e read them). No pydantic: `wirewise results --bytes 1G` parses without building models.
+"""Units, one home each.
+
+Message sizes as people write them: '1M', '512K', '1G' in, '1G' out (binary units, as
+nccl-tests' -b/-e read them). No pydantic: `wirewise results --bytes 1G` parses without
+building models.
+
+Memory in GB: 10^9 bytes, as GPU datasheets count ("H100 80 GB", "H200 141 GB") and as the
+memory accounting the estimate follows does (Mistral-7B ddp ~87 GB). Every memory figure and
+limit wirewise takes or prints is in it: `estimate`/`place --gpu-mem-gb`, `bench train
+--memory-limit-gb`, the report's peak memory, the calibration's measured peaks. A GiB is 7.4%
+more: `--memory-limit-gb 80` in GiB would be 85.9 GB, past the 80 GB card it stands for.
 """
 
 from __future__ import annotations
@@ -8,6 +17,7 @@ import re
 
 from wirewise.limits import MAX_INT
 
+GB = 10**9  # bytes in a GB of memory (see above)
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 _SIZE = re.compile(r"^\s*(\d+)(?:\.(\d*))?\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
 
@@ -39,3 +49,13 @@ def human_bytes(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale}{unit}"
     return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
+
+
+def gb_bytes(gb: float) -> int:
+    """A memory figure in GB as bytes."""
+    return int(gb * GB)
+
+
+def in_gb(nbytes: float, digits: int = 2) -> float:
+    """Bytes of memory in GB, rounded to `digits`."""
+    return round(nbytes / GB, digits)

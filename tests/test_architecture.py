@@ -39,6 +39,8 @@ ALLOWED = {
     # the store's case columns: a migration that adds a case field fills it by the store's own code
     ("db", "orchestrator"): {"wirewise.orchestrator.store.schema", "wirewise.orchestrator.store.engine",
                              "wirewise.orchestrator.store.cases"},
+    # a migration that puts stored figures on the record's meaning reads it from the record (0011: MFU's basis)
+    ("db", "contract"): {"wirewise.record"},
     ("db", "db"): None,
 }
 # (importer module, imported module): the front door above, allowed inside functions only.

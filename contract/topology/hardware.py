@@ -139,3 +139,16 @@ def datasheet_bf16_tflops(name: str | None) -> tuple[str, float] | None:
         if re.search(rf"\b{re.escape(fragment.upper())}\b", model):
             return fragment, tflops
     return None
+
+
+def datasheet_peak(name: str | None) -> tuple[float | None, str]:
+    """(dense bf16 TFLOP/s of one GPU by datasheet, where the figure comes from); (None, why)
+    where the datasheet table does not know the GPU (then no MFU is recorded: a measured peak,
+    WIREWISE_PEAK_TFLOPS, gives one beside it)."""
+    if not name:
+        return None, "no GPU: MFU is not computed on CPU"
+    known = datasheet_bf16_tflops(name)
+    if known is None:
+        return None, f"no datasheet peak known for {name!r}"
+    fragment, tflops = known
+    return tflops, f"datasheet dense bf16 for {fragment}: {tflops:g} TFLOP/s"

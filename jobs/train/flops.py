@@ -6,34 +6,31 @@ Language models count sequence positions as tokens; vision transformers count pa
 per image. `mfu_with_attention` adds the attention score and value products that 6N leaves
 out: 12 x layers x hidden x sequence per token (PaLM's appendix B, no causal discount).
 
-The peak is dense bf16 tensor-core FLOP/s from the vendor's datasheet for the GPU's name,
-unless WIREWISE_PEAK_TFLOPS gives one (a measured matmul peak, say); the record says which.
+The record's `mfu` is against the GPU's datasheet dense bf16 peak, its one basis
+(wirewise.record.MFU_BASIS), so MFUs pooled anywhere are alike; WIREWISE_PEAK_TFLOPS (a measured
+bf16 matmul peak, say) gives a second MFU beside it in extra (mfu_measured_peak).
 """
 
 from __future__ import annotations
 
 import os
 
-from wirewise.topology.hardware import datasheet_bf16_tflops
-
-PEAK_ENV = "WIREWISE_PEAK_TFLOPS"
-
-def peak_flops(device_name: str | None) -> tuple[float | None, str]:
-    """(peak FLOP/s per GPU, where the figure comes from); (None, why) when unknown."""
-    override = os.environ.get(PEAK_ENV)
-    if override:
-        return float(override) * 1e12, f"{PEAK_ENV}={override}"
-    return datasheet_flops(device_name)
+from wirewise.record import MEASURED_PEAK_ENV
+from wirewise.topology.hardware import datasheet_peak
 
 
 def datasheet_flops(device_name: str | None) -> tuple[float | None, str]:
-    if not device_name:
-        return None, "no GPU: MFU is not computed on CPU"
-    known = datasheet_bf16_tflops(device_name)
-    if known:
-        fragment, tflops = known
-        return tflops * 1e12, f"datasheet dense bf16 for {fragment}: {tflops:g} TFLOP/s"
-    return None, f"no datasheet peak known for {device_name!r}: set {PEAK_ENV}"
+    """(the datasheet's peak FLOP/s per GPU, where it comes from); (None, why) when unknown."""
+    tflops, source = datasheet_peak(device_name)
+    return (tflops * 1e12 if tflops else None), source
+
+
+def measured_flops() -> tuple[float | None, str | None]:
+    """(the measured peak FLOP/s per GPU MEASURED_PEAK_ENV gives, its setting); (None, None) unset."""
+    given = os.environ.get(MEASURED_PEAK_ENV)
+    if not given:
+        return None, None
+    return float(given) * 1e12, f"{MEASURED_PEAK_ENV}={given}"
 
 
 def train_flops_per_token(n_params: int, n_layers: int, hidden: int, context: int) -> tuple[float, float]:

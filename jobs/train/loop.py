@@ -24,12 +24,13 @@ from wirewise import registry
 from wirewise.case import AUTO_PRECISION
 from wirewise.jobs.failures import memory_now
 from wirewise.jobs.train.data import dataset_classes, make_batches
-from wirewise.jobs.train.flops import datasheet_flops, mfu, peak_flops, train_flops_per_token
+from wirewise.jobs.train.flops import datasheet_flops, measured_flops, mfu, train_flops_per_token
 from wirewise.jobs.train.models import build_model
+from wirewise.record import MFU_BASIS
+from wirewise.units import gb_bytes
 from wirewise.workloads.train import TrainParams
 from wirewise.jobs.train.strategies import Setup, Strategy, make_strategy
 
-GIB = 2**30
 
 
 def run_rank(raw_params: dict[str, Any], ctx) -> list[dict[str, Any]]:
@@ -83,15 +84,17 @@ def model_dtype(precision: str, params: TrainParams) -> torch.dtype:
 
 
 def apply_memory_limit(limit_gb: float | None, device) -> dict[str, Any]:
-    """Cap this process's share of its GPU, so a smaller card can be imitated on a larger one."""
+    """Cap this process's share of its GPU, so a smaller card can be imitated on a larger one;
+    `limit_gb` in GB of 10^9 bytes (wirewise.units), as --gpu-mem-gb and datasheets count."""
     if limit_gb is None:
         return {}
     if device.type != "cuda":
         raise ValueError("--memory-limit-gb caps GPU memory; this rank runs on the CPU")
     total = torch.cuda.get_device_properties(device).total_memory
-    fraction = min(1.0, limit_gb * GIB / total)
+    limit = gb_bytes(limit_gb)
+    fraction = min(1.0, limit / total)
     torch.cuda.set_per_process_memory_fraction(fraction, device)
-    return {"memory_limit_bytes": int(limit_gb * GIB), "memory_fraction": fraction, "device_total_bytes": total}
+    return {"memory_limit_bytes": limit, "memory_fraction": fraction, "device_total_bytes": total}
 
 
 # ------------------------------------------------------------------------ the loop
@@ -198,8 +201,8 @@ def _row(params, built, seq_len, batches, strategy, run, ranks, world_size, sett
         setting["n_params"], config.num_hidden_layers, config.hidden_size, batches.tokens_per_sample
     )
     device_name = ranks[0]["device_name"]
-    peak, peak_source = peak_flops(device_name)
-    datasheet, _ = datasheet_flops(device_name)
+    peak, peak_source = datasheet_flops(device_name)
+    measured, measured_source = measured_flops()
     on_gpu = device_name is not None
     per_rank = lambda key: [r[key] for r in ranks]  # noqa: E731
     return {
@@ -230,11 +233,13 @@ def _row(params, built, seq_len, batches, strategy, run, ranks, world_size, sett
             "peak_mem_source": "torch.cuda.max_memory_allocated over the training steps" if on_gpu
             else "ru_maxrss of the rank process",
             "device_name": device_name,
+            "mfu_basis": MFU_BASIS,
             "peak_tflops": peak / 1e12 if peak else None,
             "peak_source": peak_source,
             "mfu_formula": "6 * n_params * tokens / step_time / (peak * gpus)",
             "mfu_with_attention": mfu(with_attention * tokens_per_step, step_time, peak, world_size) if on_gpu else None,
-            "mfu_datasheet": mfu(dense * tokens_per_step, step_time, datasheet, world_size) if on_gpu else None,
+            **({"mfu_measured_peak": mfu(dense * tokens_per_step, step_time, measured, world_size),
+                "measured_peak_tflops": measured / 1e12, "measured_peak_source": measured_source} if on_gpu and measured else {}),
             "data": batches.source,
             "framework_config": strategy.config,
             **strategy.extra,

@@ -10,7 +10,6 @@ from wirewise.errors import UserError
 from wirewise.nvml import first_gpu_memory
 from wirewise.orchestrator.advise.memory import (
     ACCOUNTINGS,
-    GB,
     Calibration,
     StrategyMemory,
     activation_bytes,
@@ -21,6 +20,7 @@ from wirewise.orchestrator.advise.memory import (
 )
 from wirewise.orchestrator.advise.params import ModelShape, model_shape
 from wirewise.topology import hardware
+from wirewise.units import in_gb
 
 # Cards whose name does not carry their memory ("NVIDIA H200" does not; "A100-SXM4-80GB" does),
 # in GB by datasheet.
@@ -117,7 +117,7 @@ def probe_memory() -> tuple[float, str] | None:
     if found is None:
         return None
     total, name = found
-    return round(total / GB, 1), f"probed ({name}, NVML)"
+    return in_gb(total, 1), f"probed ({name}, NVML)"
 
 
 def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Calibration | None:
@@ -140,4 +140,4 @@ def calibration(store, shape: ModelShape, strategy: str, accounting: str) -> Cal
         sources.add(source)
     if not ratios:
         return None
-    return Calibration(round(median(ratios), 3), len(ratios), round(median(peaks) / GB, 2), sorted(sources))
+    return Calibration(round(median(ratios), 3), len(ratios), in_gb(median(peaks)), sorted(sources))

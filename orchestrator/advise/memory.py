@@ -15,7 +15,7 @@ recomputation; the 5 a s / h term of stored attention scores is left out because
 kernels do not store them. A language model adds its logits: 2 bytes (bf16) + 4 (the fp32
 copy the loss reads) per token per vocabulary entry.
 
-GB here is 10^9 bytes, as the article and GPU datasheets count.
+GB here is 10^9 bytes, as the article and GPU datasheets count (wirewise.units.GB, the one unit of memory).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from wirewise import registry
 from wirewise.errors import UserError
 from wirewise.orchestrator.advise.params import ModelShape
 from wirewise.strategy import ACCOUNTINGS
+from wirewise.units import GB, in_gb
 
-GB = 1e9
 # What a job may use of the card: the CUDA context, NCCL buffers and allocator fragmentation
 # take the rest (PyTorch reserves in blocks; a few GB are gone before the first tensor).
 USABLE_SHARE = 0.9
@@ -111,4 +111,4 @@ def strategy_memory(
 
 
 def _gb(value: float) -> float:
-    return round(value / GB, 2)
+    return in_gb(value)

@@ -24,7 +24,7 @@ def train(
     engine: Annotated[str, typer.Option("--engine", help="native (torch DDP/FSDP, deepspeed.initialize) or accelerate (HF Accelerate with configs from templates/; GPU only).")] = "native",
     precision: Annotated[str, typer.Option("--precision", help="auto (bf16-mixed on GPU, fp32 on CPU) | fp32 | bf16-mixed | bf16 (bf16 weights).")] = "auto",
     compile: Annotated[bool, typer.Option("--compile", help="torch.compile the model (per layer under FSDP).")] = False,
-    memory_limit_gb: Annotated[float | None, typer.Option("--memory-limit-gb", help="Cap each GPU at this many GiB, e.g. 80 to act as an 80 GB card.")] = None,
+    memory_limit_gb: Annotated[float | None, typer.Option("--memory-limit-gb", help="Cap each GPU at this many GB (10^9 bytes, as --gpu-mem-gb and datasheets count), e.g. 80 to act as an 80 GB card.")] = None,
     data: Annotated[str | None, typer.Option("--data", help="A Food-101 image folder or an Alpaca JSON/JSONL file [default: synthetic batches].")] = None,
     lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate.")] = 1e-4,
     backend: Annotated[str | None, typer.Option("--backend", help="nccl or gloo (default: nccl with GPUs, gloo without).")] = None,

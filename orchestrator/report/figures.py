@@ -36,6 +36,7 @@ from typing import Any
 from wirewise import registry
 from wirewise.orchestrator.report.aggregate import case_buckets
 from wirewise.orchestrator.report.query import GroupLookup
+from wirewise.units import GB
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters
 
@@ -148,10 +149,10 @@ def strategies(cases: list[dict[str, Any]]) -> list[Figure]:
         ticks = [labels.get(name, name) for name in order]
         wire = ("fabric", "placement", "transport", "gpus", "source", "device")
         throughput = _bars(mine, wire, order, "tokens_per_s", 1.0)
-        memory = _bars(mine, wire, order, "peak_mem_bytes", 2**30)
+        memory = _bars(mine, wire, order, "peak_mem_bytes", GB)
         figures.append(Figure(f"strategies-{_slug(model)}", f"{model}: throughput and peak memory per strategy, per wire", [
             Panel("throughput", "strategy", "tokens/s", "bars", throughput, ticks),
-            Panel("peak memory per rank (largest rank)", "strategy", "GiB", "bars", memory, ticks),
+            Panel("peak memory per rank (largest rank)", "strategy", "GB", "bars", memory, ticks),
         ]))
     return figures
 

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from wirewise.units import GB
+
 
 def _size(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    """Memory in GB, MB or kB of powers of ten (wirewise.units.GB)."""
+    for unit, scale in (("GB", GB), ("MB", GB // 1000), ("kB", GB // 10**6)):
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
     return f"{n} B"
+
+
+def _mfu(mfu: float | None, extra: dict) -> str:
+    """The MFU on its basis (the datasheet's peak), and against a measured peak where one was given."""
+    shown = f"{mfu:.1%} (peak: {extra.get('peak_source')})" if mfu is not None else "-"
+    if extra.get("mfu_measured_peak") is not None:
+        shown += f"; {extra['mfu_measured_peak']:.1%} against {extra.get('measured_peak_source')}"
+    return shown
 
 
 SIZES_PER_LINE = 3  # per-rank sizes, so a line never outgrows an 80-column table's value column
@@ -41,7 +52,7 @@ def summary_table(record):
             ("step time", f"{record.step_time_s * 1000:.1f} ms"),
             ("samples/s", f"{record.samples_per_s:,.1f}"),
             ("tokens/s", f"{record.tokens_per_s:,.0f}" if record.tokens_per_s else "-"),
-            ("MFU", f"{record.mfu:.1%} (peak: {extra.get('peak_source')})" if record.mfu is not None else "-"),
+            ("MFU", _mfu(record.mfu, extra)),
             ("peak memory per rank", _sizes(record.peak_mem_bytes)),
             ("model state per rank", _sizes(record.model_state_bytes)),
             ("  params", _sizes(extra.get("param_bytes"))),

@@ -149,7 +149,7 @@ def test_the_train_table_wraps_between_values_never_inside_one():
     from wirewise.orchestrator.report.train import summary_table
     from wirewise.record import ResultRecord
 
-    sizes = [int(377.89 * 2**20) + rank for rank in range(8)]
+    sizes = [int(377.89 * 10**6) + rank for rank in range(8)]
     record = ResultRecord(
         workload="train", model="mistral-7b", strategy="fsdp", world_size=8, micro_batch=1, seq_len=512, step_time_s=0.5,
         samples_per_s=16.0, tokens_per_s=8192.0, peak_mem_bytes=sizes, model_state_bytes=sizes, params={"engine": "native"},
@@ -159,5 +159,5 @@ def test_the_train_table_wraps_between_values_never_inside_one():
     console.print(summary_table(record))
     lines = console.export_text().splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert sum(line.count("377.89 MiB") for line in lines) == 8 * 5  # peak, state, params, grads, optimizer
+    assert sum(line.count("377.89 MB") for line in lines) == 8 * 5  # peak, state, params, grads, optimizer
     assert not any(line.rstrip(" │").endswith(("377.89", "377.89,")) for line in lines)

@@ -63,7 +63,7 @@ from pathlib import Path
 import yaml
 
 work, out, n_gpus, asked, wirewise = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(), sys.argv[5:]
-GIB = 2**30
+from wirewise.units import GB  # memory in GB of 10^9 bytes, as wirewise says it everywhere
 ENGINE = {"ddp": ("MULTI_GPU", "NO"), "fsdp": ("FSDP",), "zero1": ("DEEPSPEED",), "zero2": ("DEEPSPEED",),
           "zero3": ("DEEPSPEED",)}
 problems, runs = [], {}
@@ -76,7 +76,7 @@ def load(path):
         return None
 
 
-print(f"{'run':6} {'advised':8} {'ran':6} {'accelerate':22} {'tokens/s':>10} {'step ms':>8} {'peak GiB/rank':>16} "
+print(f"{'run':6} {'advised':8} {'ran':6} {'accelerate':22} {'tokens/s':>10} {'step ms':>8} {'peak GB/rank':>16} "
       f"{'loss':>13} stored")
 for name in asked:
     rc = (work / f"{name}.rc").read_text().strip()
@@ -97,7 +97,7 @@ for name in asked:
     new = json.loads(again.stdout)["new_records"] if again.returncode == 0 else None
     runs[name] = {"report": report, "record": record}
     wanted = advice["advised"] if name == "auto" else name
-    peaks = "/".join(f"{b / GIB:.1f}" for b in record["peak_mem_bytes"])
+    peaks = "/".join(f"{b / GB:.1f}" for b in record["peak_mem_bytes"])
     losses = report["losses"]
     print(f"{name:6} {advice['advised'] or '-':8} {record['strategy']:6} {kind + (' z' + str(seen['zero_stage']) if seen.get('zero_stage') else ''):22} "
           f"{record['tokens_per_s']:10.0f} {record['step_time_s'] * 1e3:8.1f} {peaks:>16} "
