@@ -58,7 +58,7 @@ class PairResult:
     error: str | None = None
 
 
-PAIR_LABEL = "pair"  # the placement a pair test's tasks record (wirewise.orchestrator.fleet.pairs)
+PAIR_LABEL = "pair"  # the placement a pair test's tasks ask for (wirewise.orchestrator.fleet.pairs; wirewise.case.PLACEMENTS)
 
 
 def pair_results(store: Store, campaign: str | None = None) -> list[PairResult]:
@@ -66,7 +66,7 @@ def pair_results(store: Store, campaign: str | None = None) -> list[PairResult]:
     campaign, or all."""
     with store.read() as db:
         d, p = db.dialect, db.params()
-        where = f"{d.json_text('params', 'placement')} = {p(PAIR_LABEL)}"  # bound in the order they are written
+        where = f"placement = {p(PAIR_LABEL)}"  # bound in the order they are written
         if campaign is not None:
             where += f" AND campaign = {p(campaign)}"
         rows = db.rows(

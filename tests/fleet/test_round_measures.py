@@ -12,7 +12,7 @@ from types import SimpleNamespace
 def _row(task: str, pair: tuple[str, str], in_place: bool, busbw: float | None, status: str = "ok",
          error: str | None = None) -> dict:
     now = datetime.now(timezone.utc)
-    return dict(record_id=f"{task}-{in_place}", task_id=task, campaign="pairs-t", workload="collective", params={"placement": "pair"},
+    return dict(record_id=f"{task}-{in_place}", task_id=task, campaign="pairs-t", workload="collective", params={"placement": "pair"}, placement="pair",
                 node=pair[0], node_count=2, nodes=list(pair), gpus=[0], gpu_count=1, status=status, error=error,
                 started_at=now, ended_at=now, versions={}, env={}, op="all_reduce", bytes=1 << 30, in_place=in_place,
                 busbw_gbs=busbw, extra={})
