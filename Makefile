@@ -34,7 +34,8 @@ demo: $(STAMP)
 	gpus=$$(n=$$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); [ "$$n" = 1 ] && echo 1 || echo 2); \
 	echo "== campaign $$name: collectives and five strategies, $$gpus rank(s)"; \
 	$(WW) campaign submit docs/campaigns/demo.yaml --executor local --name $$name --gpus $$gpus && \
-	echo "== stored in the database: campaign $$name" && $(WW) results --campaign $$name --include-cpu
+	echo "== stored in the database: campaign $$name" && $(WW) results --campaign $$name --include-cpu && \
+	echo "== where the data went (wirewise config show; docs/configuration.md)" && $(WW) config show db runs
 
 test: $(STAMP)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
@@ -43,4 +44,4 @@ bench: $(STAMP)
 	$(PY) tests/benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) wirewise.db wirewise.db-wal wirewise.db-shm
+	rm -rf $(VENV)

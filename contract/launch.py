@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-LAUNCH_DIR_ENV = "WIREWISE_LAUNCH_DIR"
+from wirewise import settings
+
+LAUNCH_DIR_ENV = settings.LAUNCH_DIR.name
 LAUNCH_FILE = "launch.json"
-STRATEGY_ENV = "WIREWISE_STRATEGY"  # the strategy a job was given (`wirewise run` exports it too)
-DB_ENV = "WIREWISE_DB"
+STRATEGY_ENV = settings.STRATEGY.name  # the strategy a job was given (`wirewise run` exports it too)
+DB_ENV = settings.DB.name
 
 
 class LaunchFile(BaseModel):

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from wirewise.limits import MAX_INT
+from wirewise.settings import PEAK_TFLOPS
 
 # The environment variables a record's `env` keeps: what changes how NCCL and torch move data.
 RECORDED_ENV_PREFIXES = (
@@ -41,7 +42,7 @@ PER_RANK = ("peak_mem_bytes", "model_state_bytes", "gpus")
 # changes. A measured peak (MEASURED_PEAK_ENV, e.g. a bf16 matmul's TFLOP/s) gives a second MFU,
 # kept beside it in extra under its own names (mfu_measured_peak, measured_peak_tflops).
 MFU_BASIS = "datasheet"
-MEASURED_PEAK_ENV = "WIREWISE_PEAK_TFLOPS"
+MEASURED_PEAK_ENV = PEAK_TFLOPS.name
 
 
 def utcnow() -> datetime:

@@ -1,11 +1,11 @@
-"""Where run folders (spec, rank logs, result file) go: $WIREWISE_RUNS, else ./.wirewise/runs.
+"""Where run folders (spec, rank logs, result file) go: the setting runs (WIREWISE_RUNS, a
+configuration file, else runs/ in the user's data folder: wirewise.settings).
 
 Both sides name them: the control plane for the runs, campaigns and launches it starts, and a
 job that records its own figures outside `wirewise launch` (wirewise.jobs.history)."""
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,7 +13,9 @@ RESULT_FILE = "result.json"  # a run folder's one result document: jobs.launch w
 
 
 def runs_root() -> Path:
-    return Path(os.environ.get("WIREWISE_RUNS") or ".wirewise/runs")
+    from wirewise.settings import setting
+
+    return Path(setting("runs").value)
 
 
 def run_dir_name(label: str) -> Path:

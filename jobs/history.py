@@ -44,6 +44,7 @@ from wirewise.configs import RAN_AS
 from wirewise.launch import DB_ENV, STRATEGY_ENV, LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
 from wirewise.runs import RESULT_FILE, run_dir_name
+from wirewise.settings import DB_WAIT
 
 DEFAULT_WARMUP_STEPS = 2
 STORE_TIMEOUT_S = 120  # `wirewise collect` at the end of a job: a busy database is waited on this long
@@ -209,7 +210,7 @@ def store_result(path: Path, db: str | None) -> bool:
     if not db:
         _say(f"figures in {path}; store them with `wirewise collect {path}`")
         return False
-    env = {**os.environ, "WIREWISE_DB_WAIT_S": STORE_DB_WAIT_S}
+    env = {**os.environ, DB_WAIT.name: STORE_DB_WAIT_S}
     try:
         proc = subprocess.run(
             [sys.executable, "-P", "-m", "wirewise.orchestrator", "collect", str(path), "--db", db],

@@ -11,6 +11,29 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _isolate_settings() -> Path:
+    """The suite's own user and site: every XDG folder and the site's configuration file in a
+    fresh folder, and none of the settings' variables of the shell that ran pytest, so no test
+    reads or writes the real user's ~/.local/share/wirewise or /etc/wirewise. Done at import,
+    before any test or worker starts a process: they all inherit it."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from wirewise import settings
+
+    home = Path(tempfile.mkdtemp(prefix="wirewise-tests-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    for setting in settings.SETTINGS:
+        os.environ.pop(setting.variable.name, None)
+    os.environ.update({settings.XDG_DATA_HOME.name: str(home / "data"), settings.XDG_CONFIG_HOME.name: str(home / "config"),
+                       settings.SITE_CONFIG.name: str(home / "site" / "config.toml")})
+    return home
+
+
+TEST_HOME = _isolate_settings()
 FIXTURES = ROOT / "tests" / "fixtures"
 WIREWISE = str(Path(sys.executable).with_name("wirewise"))
 

@@ -40,7 +40,7 @@ def target_topology(spec: CampaignSpec, topology_file: str | None, node: str | N
         from wirewise.orchestrator.store import Store
         from wirewise.orchestrator.store.topology import load_topology
 
-        return load_topology(Store(db), node=node, fingerprint=None if node else spec.target.fingerprint)
+        return load_topology(Store.existing(db), node=node, fingerprint=None if node else spec.target.fingerprint)
     if not executor_named(spec.target.executor).runs_here:
         raise UserError("which nodes does this campaign run on? Plan on their wiring: --topology-file FILE "
                         "(`nvidia-smi topo -m` of one), --node NAME (stored with `topo save`), or target.fingerprint")

@@ -33,7 +33,7 @@ def export(
     if not to_stdout and not Path(out).parent.is_dir():
         raise UserError(f"--out {out!r}: folder {str(Path(out).parent)!r} does not exist")
     notes: list[str] = []
-    document = export_baselines(Store(db), fingerprint, include_cpu, notes)
+    document = export_baselines(Store.existing(db), fingerprint, include_cpu, notes)
     if not document["baselines"]:
         raise UserError("no ok results to make baselines of" + (f" for --fingerprint {fingerprint}" if fingerprint else "")
                         + " (wirewise results lists what is stored)")

@@ -129,7 +129,7 @@ def status(
 
     if not 1 <= interval <= MAX_INTERVAL_S:  # also refuses nan
         raise UserError(f"--interval {interval:g}: give seconds from 1 to {MAX_INTERVAL_S}")
-    store = Store(db)
+    store = Store.existing(db)
     state = campaign_status(store, name, stored_if_unusable=not watch)
     if state.note:
         sys.stderr.write(f"wirewise: note: {state.note}\n")
@@ -232,7 +232,7 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.campaigns import list_campaigns
 
-    rows = list_campaigns(Store(db))
+    rows = list_campaigns(Store.existing(db))
     if json:
         print_json(rows)
     elif not rows:

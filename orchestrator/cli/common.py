@@ -19,7 +19,7 @@ def command_group(help: str, **settings) -> typer.Typer:
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", envvar="WIREWISE_DB", show_envvar=True, help="Database URL (default: the SQLite file ./wirewise.db)."),
+    typer.Option("--db", help="Database URL [default: the setting db: WIREWISE_DB, the configuration files, else wirewise.db in ~/.local/share/wirewise; `wirewise config show`]."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 
@@ -147,9 +147,19 @@ def emit(result: Any, json: bool, table) -> None:
 
 
 # Which nodes (`fleet pairs`, `topo survey`): any of a partition, a node list, a feature expression.
-PartitionOption = Annotated[str | None, typer.Option("--partition", "-p", help="Every node of this Slurm partition.")]
+PartitionOption = Annotated[str | None, typer.Option("--partition", "-p", help="Every node of this Slurm partition [default: the setting partition, when no nodes are named].")]
 NodelistOption = Annotated[str | None, typer.Option("--nodelist", "-w", help="These nodes (a Slurm node list such as gpu[01-16]).")]
 ConstraintOption = Annotated[str | None, typer.Option("--constraint", "-C", help="The nodes with these features (a100&ib, [rack1|rack2]).")]
+
+
+def site_partition(partition: str | None, *nodes: object) -> str | None:
+    """--partition as typed, else the setting partition where the command names no nodes
+    (--node, --nodelist, --constraint choose for themselves)."""
+    if partition is not None or any(nodes):
+        return partition
+    from wirewise.settings import setting
+
+    return setting("partition").value
 
 
 def scope_options(partition: str | None, nodelist: str | None, constraint: str | None):
@@ -158,6 +168,7 @@ def scope_options(partition: str | None, nodelist: str | None, constraint: str |
     from wirewise.orchestrator.slurm.values import CONSTRAINT, NODELIST, WORD
 
     labels = {"partition": "--partition", "nodelist": "--nodelist", "constraint": "--constraint"}
+    partition = site_partition(partition, nodelist, constraint)
     for value, pattern, key in ((partition, WORD, "partition"), (nodelist, NODELIST, "nodelist"), (constraint, CONSTRAINT, "constraint")):
         if value is not None:
             pattern.check(value, labels[key])

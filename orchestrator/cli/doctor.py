@@ -10,7 +10,7 @@ import typer
 
 from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json, print_tables
 
-RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file laid over the shipped defaults (docs/fleet.md).")]
+RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file laid over the shipped defaults (docs/fleet.md) [default: the setting rules].")]
 
 
 def doctor(
@@ -43,7 +43,7 @@ def doctor(
     from wirewise.orchestrator.store import Store
     from wirewise.topology.probe import probe_node, short_hostname
 
-    found = check(Store(db), node, include_cpu, live=probe_node, live_node=short_hostname(), rules=loaded)
+    found = check(Store.existing(db), node, include_cpu, live=probe_node, live_node=short_hostname(), rules=loaded)
     if json:
         print_json(found)
     else:

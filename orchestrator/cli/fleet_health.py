@@ -5,21 +5,23 @@ from typing import Annotated, Any
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json, print_tables
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json, print_tables, site_partition, warn
 from wirewise.orchestrator.cli.doctor import RulesOption
 
-Partition = Annotated[str | None, typer.Option("--partition", "-p", help="Only this Slurm partition's nodes.")]
+Partition = Annotated[str | None, typer.Option("--partition", "-p", help="Only this Slurm partition's nodes [default: the setting partition, without --node].")]
 Nodes = Annotated[list[str] | None, typer.Option("--node", help="Only this node (repeat for several).")]
 Apply = Annotated[bool, typer.Option("--apply", help="Do it; without --apply, say what would be done.")]
 Timeout = Annotated[float, typer.Option("--timeout", min=30.0, help="Seconds the repeated measurements may take in all.")]
 
 
 def status(partition: Partition = None, node: Nodes = None, db: DbOption = None, json: JsonOption = False) -> None:
-    """Every node: its Slurm state and reason, its verdict and evidence, and the audit trail."""
+    """Every node: its Slurm state and reason, its verdict and evidence, and the audit trail.
+    Without Slurm, the stored verdicts, and a warning saying what Slurm was not asked."""
     from wirewise.orchestrator.health.fleet import fleet_status
     from wirewise.orchestrator.store import Store
 
-    rows = fleet_status(Store(db), partition, node)
+    rows, notes = fleet_status(Store.existing(db), site_partition(partition, node), node)
+    warn(notes)
     if json:
         print_json(rows)
         return
@@ -30,7 +32,7 @@ def status(partition: Partition = None, node: Nodes = None, db: DbOption = None,
         table.add_column(name, overflow="fold", max_width=60)
     for row in rows:
         last = row["actions"][-1] if row["actions"] else None
-        table.add_row(row["node"], row["state"], row["reason"] or "", row["verdict"], "\n".join(row["evidence"]),
+        table.add_row(row["node"], row["state"] or "?", row["reason"] or "", row["verdict"], "\n".join(row["evidence"]),
                       f"{last['action']} {last['outcome']} ({last['asked_by']}, {last['at']:%Y-%m-%d %H:%M})" if last else "")
     print_tables([table])
 
@@ -52,7 +54,7 @@ def drain(
     from wirewise.orchestrator.store import Store
 
     loaded = load_rules(rules)
-    report = fleet_drain(Store(db), loaded, apply, partition, node, beyond, timeout, str(rules) if rules else None)
+    report = fleet_drain(Store(db), loaded, apply, site_partition(partition, node), node, beyond, timeout, loaded.file)
     _show(report, json, {"would_drain": "would confirm, then drain", "drained": "drained", "not_confirmed": "not drained: the repeat passed",
                          "not_measured": "not drained: not measured", "held": "held", "skipped": "skipped"})
 
@@ -73,7 +75,7 @@ def retest(
     from wirewise.orchestrator.store import Store
 
     loaded = load_rules(rules)
-    report = fleet_retest(Store(db), loaded, apply, partition, node, timeout, str(rules) if rules else None)
+    report = fleet_retest(Store(db), loaded, apply, site_partition(partition, node), node, timeout, loaded.file)
     _show(report, json, {"would_retest": "would re-test", "passed": "re-test passed", "failed": "re-test failed",
                          "not_measured": "not measured", "skipped": "skipped"})
 
@@ -84,7 +86,7 @@ def resume(apply: Apply = False, partition: Partition = None, node: Nodes = None
     from wirewise.orchestrator.health.fleet import fleet_resume
     from wirewise.orchestrator.store import Store
 
-    report = fleet_resume(Store(db), apply, partition, node)
+    report = fleet_resume(Store(db), apply, site_partition(partition, node), node)
     _show(report, json, {"would_resume": "would resume", "resumed": "resumed", "skipped": "skipped"})
 
 

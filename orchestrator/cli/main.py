@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import baseline, bench, campaign, collect, db, doctor, estimate, fleet, importer, launch, place, results, topo
+from wirewise.orchestrator.cli import baseline, bench, campaign, collect, config, db, doctor, estimate, fleet, importer, launch, place, results, rules, topo
 from wirewise.orchestrator.cli import run as run_command
 from wirewise.orchestrator.cli.common import command_group
 
@@ -32,6 +32,8 @@ launch.register(app)
 app.add_typer(results.app)
 app.command()(doctor.doctor)
 app.add_typer(baseline.app, name="baseline")
+app.add_typer(rules.app, name="rules")
+app.add_typer(config.app, name="config")
 
 
 def _version(value: bool) -> None:

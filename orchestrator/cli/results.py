@@ -60,7 +60,7 @@ def results(
         since=since, campaigns=campaign, include_cpu=include_cpu,
     )
     fields = parse_group_by(group_by)
-    store = Store(db)
+    store = Store.existing(db)
     rows = aggregate(store, resolve(store, filters), fields)
     if json:
         print_json(rows)
@@ -121,7 +121,7 @@ def compare(
     if a == b:
         raise UserError(f"compare {a!r} with itself: give two different sides (campaign:NAME, node:NAME, ...)")
     base = parse_filters(workload=workload, op=op, source=source, since=since, include_cpu=include_cpu)
-    store = Store(db)
+    store = Store.existing(db)
     result = compare_sides(store, parse_side(store, a), parse_side(store, b), base)
     if json:
         print_json(result)
@@ -152,7 +152,8 @@ def report(
 
     filters = parse_filters(campaigns=campaign, fabric=fabric, fingerprint=fingerprint, node=node, source=source,
                             since=since, include_cpu=include_cpu)
-    written = write_report(Store(db), filters, folder_path(out, "--out", "report"))
+    folder = folder_path(out, "--out", "report")
+    written = write_report(Store.existing(db), filters, folder)
     if json:
         print_json(written)
         return

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from wirewise.orchestrator.cli.common import (
-    DbOption, GpuMemOption, GpuNameOption, JsonOption, ModelOption, TopologyFileOption, console, emit, folder_path,
+    DbOption, GpuMemOption, GpuNameOption, JsonOption, ModelOption, TopologyFileOption, console, emit, folder_path, site_partition,
 )
 
 
@@ -23,10 +23,10 @@ def run(
     whole_node: Annotated[bool, typer.Option("--whole-node", help="Hold the whole node (--exclusive) and pin the chosen GPUs with CUDA_VISIBLE_DEVICES; default: share the node, Slurm picks GPUs on a node of the right fabric.")] = False,
     topology_file: TopologyFileOption = None,
     node: Annotated[str | None, typer.Option("--node", help="Run on this node (Slurm --nodelist); its wiring from the store unless --topology-file.")] = None,
-    partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition.")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition [default: the setting partition, without --node].")] = None,
     time_min: Annotated[int, typer.Option("--time", "-t", help="Time limit in minutes.")] = 60,
     cpus_per_task: Annotated[int | None, typer.Option("--cpus-per-task", "-c", help="CPUs for the job.")] = None,
-    folder: Annotated[str, typer.Option("--folder", help="submitit's folder for the job's script and logs.")] = "wirewise-runs",
+    folder: Annotated[str | None, typer.Option("--folder", help="submitit's folder for the job's script and logs [default: jobs/ in the setting runs].")] = None,
     start_timeout: Annotated[float, typer.Option("--start-timeout", help="Seconds to wait for a shared job to start, to read back its GPUs.")] = 60.0,
     gpu_mem_gb: GpuMemOption = None,
     gpu_name: GpuNameOption = None,
@@ -35,10 +35,11 @@ def run(
 ) -> None:
     """Submit your own command to Slurm on well-connected GPUs, with the advised strategy in WIREWISE_STRATEGY."""
     from wirewise.orchestrator.userjob import RunRequest, run_for
+    from wirewise.runs import runs_root
 
     request = RunRequest(
-        command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, node=node, partition=partition,
-        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder_path(folder, "--folder", "wirewise-runs"),
+        command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, node=node, partition=site_partition(partition, node),
+        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder_path(folder, "--folder", "wirewise-runs") if folder is not None else runs_root() / "jobs",
         start_timeout_s=start_timeout,
     )
     emit(run_for(request, topology_file, db, gpu_mem_gb, gpu_name), json, print_run)

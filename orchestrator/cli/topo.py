@@ -115,7 +115,7 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.topology import list_topologies
 
-    rows = list_topologies(Store(db))
+    rows = list_topologies(Store.existing(db))
     if json:
         print_json(rows)
         return

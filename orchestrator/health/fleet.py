@@ -51,11 +51,22 @@ def _verdict(check: dict | None, open_rows: list[dict]) -> str:
 
 
 # -- status -------------------------------------------------------------------------------------
-def fleet_status(store, partition: str | None = None, nodes: list[str] | None = None) -> list[dict[str, Any]]:
+def fleet_status(store, partition: str | None = None, nodes: list[str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """(a row per node, notes). The verdicts are the store's: where Slurm cannot be asked, each
+    node's Slurm state and reason are null, the nodes are those named or those the store knows,
+    and a note says what Slurm was not asked."""
+    from wirewise.orchestrator.slurm.command import SlurmError
     from wirewise.orchestrator.store.health import actions, findings, latest_checks
 
-    states = _states(partition, nodes)
-    names = sorted(nodes or states)
+    notes = []
+    try:
+        states = _states(partition, nodes)
+        names = sorted(nodes or states)
+    except SlurmError as exc:
+        states = {}
+        names = sorted(nodes or _stored_nodes(store))
+        unfiltered = f"; not filtered by partition {partition}, which only Slurm knows" if partition and not nodes else ""
+        notes.append(f"{exc}: the nodes' Slurm state and reason are not shown, the verdicts are the stored ones{unfiltered}")
     checks = latest_checks(store, names)
     open_rows: dict[str, list[dict]] = defaultdict(list)
     for row in findings(store, names):
@@ -65,17 +76,25 @@ def fleet_status(store, partition: str | None = None, nodes: list[str] | None = 
         trail[row["node"]].append(row)
     out = []
     for name in names:
-        state = states[name]
+        state = states.get(name)
         check = checks.get(name)
         out.append({
-            "node": name, "state": state.state, "reason": state.reason, "reason_by": state.reason_by,
-            "partitions": list(state.partitions), "verdict": _verdict(check, open_rows[name]),
+            "node": name, "state": state and state.state, "reason": state and state.reason, "reason_by": state and state.reason_by,
+            "partitions": list(state.partitions) if state else [], "verdict": _verdict(check, open_rows[name]),
             "checked_at": check["checked_at"] if check else None, "checked_by": check["source"] if check else None,
             "evidence": [f"{r['rule']}: {r['evidence']}" for r in open_rows[name]],
             "findings": [_finding_json(r) for r in open_rows[name]],
             "actions": [_action_json(a) for a in trail[name]],
         })
-    return out
+    return out, notes
+
+
+def _stored_nodes(store) -> set[str]:
+    """Every node the store knows: a wiring, a check, a finding or an action stored for it."""
+    from wirewise.orchestrator.store.health import actions, findings, latest_checks
+    from wirewise.orchestrator.store.topology import node_names
+
+    return node_names(store) | set(latest_checks(store)) | {row["node"] for row in findings(store)} | {row["node"] for row in actions(store, last=1)}
 
 
 def _finding_json(row: dict) -> dict[str, Any]:

@@ -120,6 +120,11 @@ class Rules(BaseModel):
     prolog: Prolog
     source: str = Field("defaults", exclude=True)  # where they were read from, for messages
 
+    @property
+    def file(self) -> str | None:
+        """The site's rules file these were read from; None for the shipped rules alone."""
+        return None if self.source == str(DEFAULTS) else self.source
+
 
 @cache
 def _default_doc() -> dict[str, Any]:
@@ -133,7 +138,12 @@ def default_rules() -> Rules:
 
 
 def load_rules(path: str | Path | None) -> Rules:
-    """The defaults, with the file's values laid over them (None: the defaults alone)."""
+    """The defaults, with the file's values laid over them (None: the file of the setting rules,
+    wirewise.settings, else the defaults alone)."""
+    if path is None:
+        from wirewise.settings import setting
+
+        path = setting("rules").value
     if path is None:
         return default_rules()
     from wirewise.yamlfile import read_yaml

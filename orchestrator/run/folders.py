@@ -6,6 +6,7 @@ from pathlib import Path
 
 from wirewise.errors import UserError
 from wirewise.runs import run_dir_name, runs_root
+from wirewise.settings import setting
 
 
 def new_run_dir(task_id: str) -> Path:
@@ -15,5 +16,5 @@ def new_run_dir(task_id: str) -> Path:
     try:
         run_dir.mkdir(parents=True)
     except OSError as exc:
-        raise UserError(f"cannot make a run folder under {runs_root()} (WIREWISE_RUNS): {exc.strerror}") from None
+        raise UserError(f"cannot make a run folder under {runs_root()} ({setting('runs').origin}): {exc.strerror}") from None
     return run_dir

@@ -7,7 +7,8 @@ An argument list, never a shell; keyword fields become `Key=value` arguments, th
 scontrol, sacctmgr and sinfo's filters take, one argument each. One timeout (TIMEOUT_S, or a
 shorter one for a caller with a deadline of its own) and one error path: SlurmUnavailable when
 the command is not installed here, SlurmTimeout when it does not answer, SlurmError when it
-fails, each one line that names the command and Slurm's own first line of error. A question
+fails, each one line that names the command and Slurm's own first line of error, or
+SlurmUnreachable (a SlurmError) where Slurm says it found no controller. A question
 whose "no" comes as an error (an unknown node or job) asks with `or_none=True`: None then,
 while a missing command or a silent controller still raise.
 """
@@ -41,6 +42,25 @@ class SlurmTimeout(SlurmError):
     """A Slurm command that did not answer within its timeout."""
 
 
+class SlurmUnreachable(SlurmError):
+    """A Slurm command that found no controller: no configuration here, or slurmctld silent."""
+
+
+# Slurm's own words for "no controller to ask" (first line on stderr), and what they mean. Seen
+# here: sinfo on a machine without slurm.conf tries DNS SRV records and says the first; a
+# configured client whose slurmctld is down says the second (slurm_load_node: ...).
+UNREACHABLE = (
+    (("resolve_ctls_from_dns_srv", "fetch_config", "_establish_config_source", "Unable to process configuration file",
+      "s_p_parse_file: cannot stat file"),
+     "this machine has no slurm.conf, and DNS has no _slurmctld._tcp SRV record to find the controller by"),
+    (("Unable to contact slurm controller", "Unable to establish controller machine", "Socket timed out",
+      "Zero Bytes were transmitted or received", "Connection refused"),
+     "slurmctld does not answer"),
+    (("Munge encode failed", "Munge decode failed", "auth_g_create", "Invalid authentication credential"),
+     "this machine cannot authenticate to slurmctld (munge)"),
+)
+
+
 def available(command: str = "scontrol") -> bool:
     return shutil.which(command) is not None
 
@@ -57,11 +77,23 @@ def slurm(command: str, *args: str, timeout: float = TIMEOUT_S, or_none: bool = 
     except subprocess.TimeoutExpired:
         raise SlurmTimeout(f"{' '.join(argv[:2])} did not answer within {timeout:g} s (is slurmctld up?)") from None
     if proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["no message"])[0]
+        unreachable = _unreachable(command, proc.stderr, reason)
+        if unreachable:
+            raise unreachable
         if or_none:
             return None
-        reason = (proc.stderr.strip().splitlines() or ["no message"])[0]
         raise SlurmError(f"{' '.join(argv[:2])} failed: {reason}", reason)
     return proc.stdout
+
+
+def _unreachable(command: str, stderr: str, reason: str) -> SlurmUnreachable | None:
+    """Slurm's errors for a controller it cannot reach, as one line that says so, instead of
+    its raw first line; None for any other error."""
+    for marks, meaning in UNREACHABLE:
+        if any(mark in stderr for mark in marks):
+            return SlurmUnreachable(f"Slurm is unreachable: {command} found no controller ({meaning})", reason)
+    return None
 
 
 def _field(key: str, value: str) -> str:

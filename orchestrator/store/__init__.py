@@ -11,6 +11,6 @@
 Nothing outside this package (and the migrations, db/) imports SQLAlchemy (tests/test_architecture.py).
 """
 
-from wirewise.orchestrator.store.engine import DEFAULT_URL, HEAD, Store, resolve_url
+from wirewise.orchestrator.store.engine import HEAD, DatabaseUnavailable, NoDatabase, Store, resolve_url
 
-__all__ = ["DEFAULT_URL", "HEAD", "Store", "resolve_url"]
+__all__ = ["HEAD", "DatabaseUnavailable", "NoDatabase", "Store", "resolve_url"]

@@ -24,17 +24,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import wirewise.db
 from wirewise.db import HEAD
 from wirewise.errors import UserError
+from wirewise.settings import setting, user_file
 from wirewise.orchestrator.store.read import POSTGRESQL, SQLITE, Reader, open_sqlite, plain_sqlite_path, sqlite_pragmas
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Engine
     from sqlalchemy.orm import Session
 
-DEFAULT_URL = "sqlite:///wirewise.db"
 MIGRATIONS = Path(wirewise.db.__file__).parent
 SQLITE_BUSY_TIMEOUT_S = 60
 READ_ONLY = "wirewise_read_only"  # execution option of the engine's reading connections: a deferred BEGIN
-WAIT_ENV = "WIREWISE_DB_WAIT_S"  # how long storing results waits for a busy database in all (default 600 s)
 WRITE_ATTEMPTS = 4
 T = TypeVar("T")
 
@@ -43,13 +42,25 @@ class DatabaseBusy(Exception):
     """A write found the database locked by other writers for longer than the busy timeout."""
 
 
+class DatabaseUnavailable(UserError):
+    """The configured database cannot be used for reading: NoDatabase or DatabaseUnreachable.
+    What a command that only reads catches to say so in its own way (the health check and the
+    prolog exit 0 with a note); anywhere else it is the one error line, exit 2."""
+
+
+class NoDatabase(DatabaseUnavailable):
+    """The SQLite file the settings name does not exist: nothing was ever stored there, and a
+    command that only reads does not create it (Store.existing)."""
+
+
+class DatabaseUnreachable(DatabaseUnavailable):
+    """A database server that does not answer, or refuses the connection."""
+
+
 def db_wait_s() -> float:
     """How long a result waits for a busy database before wirewise gives up storing it (and
-    says where its file is): $WIREWISE_DB_WAIT_S, default 600 s."""
-    try:
-        return max(0.0, float(os.environ.get(WAIT_ENV, "600")))
-    except ValueError:
-        raise UserError(f"{WAIT_ENV}={os.environ[WAIT_ENV]!r}: give a number of seconds") from None
+    says where its file is): the setting db_wait_s (WIREWISE_DB_WAIT_S), default 600 s."""
+    return setting("db_wait_s").value
 
 
 def busy_timeout_s() -> float:
@@ -58,22 +69,28 @@ def busy_timeout_s() -> float:
 
 
 def resolve_url(url: str | None) -> str:
-    """`--db`, else WIREWISE_DB, else the SQLite file in the current folder."""
-    return url or os.environ.get("WIREWISE_DB") or DEFAULT_URL
+    """`--db` as typed, else the setting db (WIREWISE_DB, the user's file, the site's file, the
+    SQLite file in the user's data folder: wirewise.settings)."""
+    return setting("db", url).value
 
 
 def display_url(url: str | None) -> str:
-    """The database URL as shown to people: resolved, password hidden."""
-    return parse_url(resolve_url(url)).render_as_string(hide_password=True)
+    """The database URL as shown to people: resolved, a SQLite file by its absolute path (the
+    actual file, wherever the command ran), password hidden."""
+    return _absolute(url).render_as_string(hide_password=True)
 
 
 def absolute_url(url: str | None) -> str:
     """The database URL as every node of a job can open it: resolved, a relative SQLite path
     made absolute, the password kept (the job needs it)."""
+    return _absolute(url).render_as_string(hide_password=False)
+
+
+def _absolute(url: str | None) -> URL:
     parsed = parse_url(resolve_url(url))
     if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
         parsed = parsed.set(database=str(Path(parsed.database).expanduser().resolve()))
-    return parsed.render_as_string(hide_password=False)
+    return parsed
 
 
 def parse_url(url: str) -> URL:
@@ -127,6 +144,16 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def no_database_message(found, path: Path) -> str:
+    return (f"no database at {path}{_from(found)}: nothing is stored there yet. A benchmark, `topo save` or "
+            f"`import` creates it; to read another, give --db URL, or set WIREWISE_DB or `db` in "
+            f"{user_file()} (`wirewise config show`)")
+
+
+def _from(found) -> str:
+    return f" ({found.origin})"
+
+
 MIGRATION_LOCK_KEY = 0x77697265  # "wire": the PostgreSQL advisory lock migrations take
 
 
@@ -143,8 +170,11 @@ class Store:
     SQLAlchemy; the engine is made on first use (a write, a migration, another kind of URL)."""
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
-        self.url = resolve_url(url)
+        self.setting = setting("db", url)
+        self.url = self.setting.value
         self._file = plain_sqlite_path(self.url)
+        if self._file is not None and self.setting.is_default:
+            Path(self._file).parent.mkdir(parents=True, exist_ok=True)  # the user's data folder, made on first write
         self._readers: dict[tuple[int, int], Any] = {}  # (pid, thread) -> its sqlite3 connection
         self._engine: Engine | None = None
         if self._file is not None:
@@ -155,17 +185,27 @@ class Store:
             self.upgrade()
 
     @classmethod
-    def open_existing(cls, url: str | None = None) -> Store | None:
-        """The store at `url` (--db, WIREWISE_DB, ./wirewise.db), or None where that SQLite file
-        does not exist yet: a command that only reads or advises never creates a database."""
-        url = resolve_url(url)
-        database = plain_sqlite_path(url)
+    def existing(cls, url: str | None = None) -> Store:
+        """The store the settings name (`url`: --db as typed), which must exist: a command that
+        only reads never creates a database. NoDatabase where its SQLite file does not exist,
+        DatabaseUnreachable where its server does not answer; both are DatabaseUnavailable."""
+        found = setting("db", url)
+        database = plain_sqlite_path(found.value)
         if database is None:
-            parsed = parse_url(url)
+            parsed = parse_url(found.value)
             database = parsed.database if parsed.get_backend_name() == "sqlite" else None
         if database not in (None, "", ":memory:") and not Path(database).expanduser().exists():
-            return None
+            raise NoDatabase(no_database_message(found, Path(database).expanduser().resolve()))
         return cls(url)
+
+    @classmethod
+    def open_existing(cls, url: str | None = None) -> Store | None:
+        """The store the settings name, or None where its SQLite file does not exist: advice
+        without history, and no database created."""
+        try:
+            return cls.existing(url)
+        except NoDatabase:
+            return None
 
     @property
     def engine(self) -> Engine:
@@ -199,7 +239,7 @@ class Store:
                 return _revision(conn)
         except DatabaseError as exc:  # not a database at all, or one that cannot be opened
             first_line = str(exc.orig).strip().splitlines()[0]
-            raise UserError(f"cannot open database {self.safe_url}: {first_line}") from None
+            raise DatabaseUnreachable(f"cannot open database {self.safe_url}{_from(self.setting)}: {first_line}") from None
 
     def _driver_errors(self) -> tuple[type[Exception], ...]:
         """What the driver raises for a failed statement or connection (PEP 249's Error)."""

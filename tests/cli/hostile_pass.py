@@ -96,7 +96,9 @@ def environment(root: Path, folder: Path, sbatch: bool) -> dict:
     if sbatch:
         bins.insert(0, str(root / "fakebin"))
     env.update(PATH=os.pathsep.join(bins), WIREWISE_RUNS=str(folder / "runs"), CAPTURE=str(folder / "captured"),
-               WIREWISE_DB=f"sqlite:///{folder / 'wirewise.db'}", MARK=str(folder / "PWNED"), PYTHONDONTWRITEBYTECODE="1")
+               WIREWISE_DB=f"sqlite:///{folder / 'wirewise.db'}", MARK=str(folder / "PWNED"), PYTHONDONTWRITEBYTECODE="1",
+               XDG_DATA_HOME=str(folder / "xdg-data"), XDG_CONFIG_HOME=str(folder / "xdg-config"),
+               WIREWISE_SITE_CONFIG=str(folder / "site-config.toml"))  # never the real user's or site's
     return env
 
 
@@ -248,7 +250,7 @@ def build_bases(root: Path) -> None:
     for name in ("empty", "full"):
         (root / name).mkdir()
     db = f"sqlite:///{root / 'empty' / 'wirewise.db'}"
-    must(run_process(["db", "info", "--db", db], root / "empty", env, None, 120))
+    must(run_process(["db", "upgrade", "--db", db], root / "empty", env, None, 120))
     full = root / "full"
     env = environment(root, full, False)
     db = f"sqlite:///{full / 'wirewise.db'}"
@@ -750,7 +752,7 @@ def cases() -> list[Case]:
     # ---- db info and --db values
     S = "db"
     A(S, "db", "info", "--json")
-    A(S, "db", "info", "--json", "--db", "sqlite:///{d}/fresh.db")
+    R(S, "db", "info", "--json", "--db", "sqlite:///{d}/fresh.db", note="no such database: a read creates none")
     A(S, "db", "info", "--db", "", "--json", note="empty: the default, as an empty WIREWISE_DB")
     for url in ("bogus://", "sqlite:///{d}/no/such/dir/x.db", "sqlite:////dev/zero", "sqlite:///{d}",
                 "mysql://x@localhost/db", "sqlite:///@garbage", "postgresql+psycopg://nobody@127.0.0.1:1/x",

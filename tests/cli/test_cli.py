@@ -16,18 +16,22 @@ def test_cli_module_does_not_import_torch():
     assert json.loads(out.stdout) == []
 
 
-def test_db_info_creates_the_default_sqlite_file(tmp_path):
-    proc = wirewise("db", "info", "--json", cwd=tmp_path, env={"WIREWISE_DB": ""})
+def test_db_upgrade_creates_the_default_database_in_the_data_folder(tmp_path):
+    """Without --db, WIREWISE_DB or a file, the database is wirewise.db in the user's data folder
+    (XDG_DATA_HOME, set for the suite by tests/conftest.py), not in the current folder."""
+    data = tmp_path / "data"
+    proc = wirewise("db", "upgrade", cwd=tmp_path, env={"XDG_DATA_HOME": str(data)})
     assert proc.returncode == 0, proc.stderr
-    info = json.loads(proc.stdout)
-    assert (tmp_path / "wirewise.db").exists()
+    assert f"sqlite:///{data / 'wirewise' / 'wirewise.db'}: schema empty -> {HEAD}" in proc.stdout
+    info = json.loads(wirewise("db", "info", "--json", cwd=tmp_path, env={"XDG_DATA_HOME": str(data)}, check=True).stdout)
     assert info["revision"] == info["head"] == HEAD  # the newest migration in db/versions
     assert info["rows"]["results"] == 0
+    assert not (tmp_path / "wirewise.db").exists()
 
 
 def test_db_url_from_environment(tmp_path):
     target = tmp_path / "elsewhere.db"
-    proc = wirewise("db", "info", "--json", cwd=tmp_path, env={"WIREWISE_DB": f"sqlite:///{target}"})
+    proc = wirewise("db", "upgrade", cwd=tmp_path, env={"WIREWISE_DB": f"sqlite:///{target}"})
     assert proc.returncode == 0, proc.stderr
     assert target.exists() and not (tmp_path / "wirewise.db").exists()
 

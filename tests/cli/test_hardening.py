@@ -69,7 +69,7 @@ def _sqlite(db_url: str, *statements: str) -> None:
 
 
 def test_a_db_at_a_newer_schema_says_upgrade_wirewise(db_url):
-    wirewise("db", "info", "--db", db_url, check=True)
+    wirewise("db", "upgrade", "--db", db_url, check=True)
     _sqlite(db_url, "UPDATE alembic_version SET version_num = '0042'")
     for command in (["db", "info"], ["db", "upgrade"], ["topo", "list"]):
         _one_line_exit_2(wirewise(*command, "--db", db_url), "revision '0042', newer than this wirewise knows")
@@ -77,7 +77,7 @@ def test_a_db_at_a_newer_schema_says_upgrade_wirewise(db_url):
 
 
 def test_wirewise_tables_without_alembic_version(db_url):
-    wirewise("db", "info", "--db", db_url, check=True)
+    wirewise("db", "upgrade", "--db", db_url, check=True)
     _sqlite(db_url, "DROP TABLE alembic_version")
     _one_line_exit_2(wirewise("topo", "list", "--db", db_url), "no alembic_version")
 
