@@ -12,8 +12,8 @@ A setting comes from the first of these that gives it, as uv and gh resolve thei
 The files are TOML (tomllib, Python 3.11) with the keys of SETTINGS at the top level; a path in
 a file is relative to that file's folder. A file wirewise cannot use is one line naming the
 file and the key, exit 2. ENVIRONMENT is the one table of variables: docs/configuration.md is
-generated from it (tests/test_settings.py holds the two together), and no other module names
-a WIREWISE_ variable (tests/test_architecture.py).
+generated from it (tests/cli/test_config.py holds the two together), and no other module names
+a WIREWISE_ variable (tests/cli/test_config.py too).
 
 Torch-free and cheap (tomllib and pathlib): the compute side asks it for the run folder, and
 `wirewise --help` never imports it.
