@@ -234,23 +234,27 @@ def _rank_here() -> tuple[int, str, str, list[int], str | None]:
     """(peak bytes, device, node, physical GPUs used, why they could not be named) of this rank.
     The GPUs used are the current device and any other this process allocated memory on (a lone
     process may spread a model over several); torch numbers them as CUDA_VISIBLE_DEVICES lists
-    them, which wirewise.jobenv maps to physical indices."""
+    them, which wirewise.jobenv maps to physical indices. An environment it cannot read (a
+    SLURM_NODEID that is no number, a UUID NVML does not list) leaves the GPUs unnamed and says
+    why: the job never fails at its end over its own record."""
     from wirewise.errors import UserError
     from wirewise.jobenv import read_job_env
     from wirewise.jobs.failures import memory_now
+    from wirewise.topology.probe import short_hostname
 
     import torch
 
-    job = read_job_env()
-    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
-        return memory_now(None)["host_peak_rss_bytes"], "cpu", job.node_name, [], None
-    current = torch.cuda.current_device()
-    peak = memory_now(torch.device("cuda", current))["cuda_peak_allocated_bytes"]
-    used = [i for i in range(torch.cuda.device_count()) if i == current or torch.cuda.max_memory_reserved(i) > 0]
+    on_gpu = torch.cuda.is_available() and torch.cuda.is_initialized()
+    current = torch.cuda.current_device() if on_gpu else None
+    peak = memory_now(torch.device("cuda", current))["cuda_peak_allocated_bytes"] if on_gpu else memory_now(None)["host_peak_rss_bytes"]
     try:
-        physical = job.physical_gpus()
+        job = read_job_env()
+        physical = job.physical_gpus() if on_gpu else None
     except UserError as exc:
-        return peak, "cuda", job.node_name, [], str(exc)
+        return peak, "cuda" if on_gpu else "cpu", short_hostname(), [], str(exc) if on_gpu else None
+    if not on_gpu:
+        return peak, "cpu", job.node_name, [], None
+    used = [i for i in range(torch.cuda.device_count()) if i == current or torch.cuda.max_memory_reserved(i) > 0]
     return peak, "cuda", job.node_name, used if physical is None else [physical[i] for i in used], None
 
 

@@ -207,6 +207,14 @@ def test_a_gpu_whose_uuid_nvml_does_not_list_is_counted_and_said(gpu_rank, tmp_p
     assert "cannot match CUDA_VISIBLE_DEVICES entry 'GPU-ffff'" in record["extra"]["gpu_problem"]
 
 
+def test_an_environment_the_reader_refuses_leaves_the_record_and_the_job_standing(gpu_rank, tmp_path):
+    """SLURM_NODEID=abc is one line from the reader; at a job's end it is a note in its record."""
+    gpu_rank({"SLURM_JOB_ID": "7", "SLURM_NODEID": "abc", "CUDA_VISIBLE_DEVICES": "0"}, used=1)
+    record = record_of(tmp_path)
+    assert (record["gpus"], record["gpu_count"], record["node"]) == ([], 1, socket.gethostname().split(".")[0])
+    assert "SLURM_NODEID='abc'" in record["extra"]["gpu_problem"]
+
+
 def test_two_nodes_gathered_are_two_nodes_with_each_nodes_gpus():
     """What rank 0 gathers from four ranks on two nodes (two GPUs each, other indices on each)."""
     ranks = [RankFigures([0.5] * 3, 1000, 1, 2**30, "cuda", node, [gpu])
