@@ -23,7 +23,13 @@ from wirewise.orchestrator.launch.advice import Advice, StrategyAdvice, advise_j
 @wraps(advise_job)
 def advice(*args, **kwargs) -> Advice:
     """advise_job for a script: every problem its caller can fix is an AdviceError (a ValueError),
-    its message one line, as the CLI prints it for the same input."""
+    its message one line, as the CLI prints it for the same input; a misspelt keyword too."""
+    import inspect
+
+    try:
+        inspect.signature(advise_job).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise AdviceError(f"{exc}; wirewise.advice takes {', '.join(inspect.signature(advise_job).parameters)}") from None
     try:
         return advise_job(*args, **kwargs)
     except AdviceError:

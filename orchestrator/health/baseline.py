@@ -150,7 +150,7 @@ def _models() -> tuple[Any, dict[str, Any]]:
     Figure = Annotated[float, Field(allow_inf_nan=False)]
 
     class Entry(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)  # a figure given as text is no figure
         fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$")
         workload: Literal["collective", "train"]
         case: dict[str, Any]

@@ -1,7 +1,10 @@
-"""A hostile and careless pass over the surfaces of issue 22 and those added since: the installed
-`wirewise` console script run as a process, each input in its own folder with its own copy of a
-SQLite database, under `prlimit --as` (an unbounded expansion fails instead of eating the machine)
-and a timeout (a hang does not hold). Not collected by pytest (no test_ prefix):
+"""A hostile and careless pass over the surfaces of issue 22 and those added since (issue 29:
+baselines, launch's environment and script, `wirewise.advice()` from Python, place on a plain
+`nvidia-smi topo -m`, campaign status without its folder, collect of JSON lines): the installed
+`wirewise` console script (or, for the API, the venv's python calling `wirewise.advice`) run as a
+process, each input in its own folder with its own copy of a SQLite database, under `prlimit
+--as` (an unbounded expansion fails instead of eating the machine) and a timeout (a hang does not
+hold). Not collected by pytest (no test_ prefix):
 
     .venv/bin/python tests/cli/hostile_pass.py [--json] [--only SURFACE] [--jobs N]
 
@@ -10,7 +13,9 @@ Each input expects one class:
   aside), no traceback, and nothing half-written: the database's rows and the case folder's
   files are as they were;
 - accepted: exit 0 or 1, no traceback, valid JSON on stdout where --json is given (no NaN or
-  Infinity).
+  Infinity), every time in it ISO 8601 with its zone.
+The API's inputs run a small driver that prints an AdviceError as the CLI prints an error (one
+line, exit 2): any other exception is a traceback, which does not hold.
 For every input: no planted file from an injection attempt appears, no job script handed to the
 stand-in `sbatch` holds an injected line, no Slurm command is on PATH (except the stand-in
 sbatch for `run`), and the process ends within its timeout.
@@ -62,6 +67,8 @@ class Case:
     check: Callable | None = None  # (proc, folder) -> problem or None
     prepare: Callable | None = None  # (folder) -> None, after the files
     note: str = ""
+    env: dict = field(default_factory=dict)  # added to the command's environment ("{d}" is the case folder)
+    api: bool = False  # args[0] is the keyword arguments of wirewise.advice (a Python expression)
 
     @property
     def label(self) -> str:
@@ -102,9 +109,26 @@ def environment(root: Path, folder: Path, sbatch: bool) -> dict:
     return env
 
 
-def run_process(args: list[str], cwd: Path, env: dict, stdin: bytes | None, timeout: float):
+# What a script does: call wirewise.advice, print what it got, and an AdviceError as the CLI
+# prints an error. Anything else it raises is a traceback.
+API_DRIVER = """
+import json, math, os, sys
+from pathlib import Path
+import wirewise
+kwargs = eval(sys.argv[1], {"inf": math.inf, "nan": math.nan, "Path": Path, "environ": dict(os.environ)})
+try:
+    found = wirewise.advice(**kwargs)
+except wirewise.AdviceError as exc:
+    sys.stderr.write(f"wirewise: error: {exc}\\n")
+    sys.exit(2)
+print(json.dumps({"strategy": found.strategy, "gpus": found.gpus, "processes": found.num_processes}))
+"""
+
+
+def run_process(args: list[str], cwd: Path, env: dict, stdin: bytes | None, timeout: float, api: bool = False):
     """(returncode or 'timeout', stdout, stderr): the process group is killed past the timeout."""
-    cmd = ["/usr/bin/prlimit", f"--as={MEMORY}", "--", WIREWISE, *args]
+    program = [sys.executable, "-c", API_DRIVER] if api else [WIREWISE]
+    cmd = ["/usr/bin/prlimit", f"--as={MEMORY}", "--", *program, *args]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -202,14 +226,38 @@ def judge(case: Case, code, out: str, err: str, folder: Path, before: tuple) -> 
     else:
         if code == 2:
             return f"refused, expected accepted: {last_lines(err)}"
-        if "--json" in case.args:
+        if "--json" in case.args or case.api:
             try:
-                strict_json(out)
+                doc = strict_json(out)
             except ValueError as exc:
                 return f"exit {code}, --json output is not JSON ({exc}): {out[:120]!r}"
+            zoneless = [t for t in times_in(doc) if not zoned(t)]
+            if zoneless:
+                return f"exit {code}, a time without its zone in the JSON: {zoneless[0]!r}"
     if case.check:
         return case.check(code, out, err, folder)
     return None
+
+
+TIME_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}")
+
+
+def times_in(doc) -> list[str]:
+    if isinstance(doc, dict):
+        return [t for value in doc.values() for t in times_in(value)]
+    if isinstance(doc, list):
+        return [t for value in doc for t in times_in(value)]
+    return [doc] if isinstance(doc, str) and TIME_LIKE.match(doc) else []
+
+
+def zoned(text: str) -> bool:
+    """ISO 8601 with its zone (docs/contracts.md): a T between date and time, and an offset."""
+    from datetime import datetime
+
+    try:
+        return "T" in text and datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def last_lines(text: str, n: int = 1) -> str:
@@ -304,9 +352,10 @@ def try_case(root: Path, index: int, case: Case) -> tuple[Case, str | None, floa
     prepare_folder(root, case, folder)
     args = [substitute(a, folder) for a in case.args]
     env = environment(root, folder, case.sbatch)
+    env.update({name: substitute(value, folder) for name, value in case.env.items()})
     before = (db_state(folder / "wirewise.db"), folder_state(folder))
     start = time.monotonic()
-    code, out, err = run_process(args, folder, env, case.stdin, case.timeout)
+    code, out, err = run_process(args, folder, env, case.stdin, case.timeout, case.api)
     took = time.monotonic() - start
     try:
         problem = judge(case, code, out, err, folder, before)
@@ -448,10 +497,16 @@ def cases() -> list[Case]:
     for attempts in ("0", "-1", "x"):
         R(S, "campaign", "resume", "hp-c", "--max-attempts", attempts, campaign=True)
     folder = "runs/campaigns/hp-c"
-    for verb in ("status", "collect", "resume"):
+    for verb in ("collect", "resume"):
         R(S, "campaign", verb, "hp-c", campaign=True, prepare=lambda d: shutil.rmtree(d / folder), note="folder deleted")
         R(S, "campaign", verb, "hp-c", campaign=True, prepare=lambda d: shutil.rmtree(d / folder / "tasks"),
           note="tasks/ deleted")
+    # status shows what the store holds, and says the folder is gone (issue 29)
+    for gone, note in ((folder, "folder deleted"), (f"{folder}/tasks", "tasks/ deleted"), (f"{folder}/plan.json", "plan.json deleted")):
+        A(S, "campaign", "status", "hp-c", "--json", campaign=True, note=note, check=says_gone,
+          prepare=lambda d, gone=gone: (shutil.rmtree if (d / gone).is_dir() else Path.unlink)(d / gone))
+        R(S, "campaign", "status", "hp-c", "--watch", campaign=True, note=note, timeout=20,
+          prepare=lambda d, gone=gone: (shutil.rmtree if (d / gone).is_dir() else Path.unlink)(d / gone))
 
     def plant_outcome(body):
         def prepare(d: Path) -> None:
@@ -762,17 +817,267 @@ def cases() -> list[Case]:
           prepare=lambda d: (d / "ro").chmod(0o500), timeout=30)
     R(S, "results", "--db", "bogus://")
     R(S, "campaign", "list", "--db", "sqlite:////dev/zero")
+    out += issue_29_cases()
     return [case for case in out if case is not None]
+
+
+def says_gone(code, out, err, d: Path) -> str | None:
+    shown = json.loads(out)
+    if "note" not in shown or "wirewise: note: " not in err:
+        return "the stored statuses are shown without saying the folder is gone"
+    return None
+
+
+# -- issue 29: baselines, launch's environment and script, the API, place/status/collect -----------
+BASELINE = {"fingerprint": "f" * 64, "workload": "collective", "metric": "busbw_gbs", "median": 10.0, "spread": 1.0,
+            "results": 4, "nodes": 2, "sources": {"wirewise": 4},
+            "case": {"op": "all_reduce", "bytes": 1024, "device": "gpu", "gpus": 2, "placement": "packed",
+                     "transport": "default", "in_place": False, "dtype": "float32"}}
+
+
+def baselines_doc(*entries, **top) -> str:
+    return json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": list(entries), **top})
+
+
+def baseline(**changes) -> dict:
+    found = json.loads(json.dumps(BASELINE))
+    for name, value in changes.items():
+        (found["case"] if name in found["case"] else found)[name] = value
+    return found
+
+
+def strict_file(name: str):
+    """A check: the case folder's file `name` is strict JSON (no NaN, no Infinity)."""
+    def check(code, out, err, d: Path) -> str | None:
+        try:
+            strict_json((d / name).read_text())
+        except (OSError, ValueError) as exc:
+            return f"{name} is not strict JSON: {exc}"
+        return None
+    return check
+
+
+def still(kind: str, name: str):
+    """A check: the case folder's `name` is still a `kind` (fifo, char), not a file renamed over it."""
+    import stat as stat_module
+
+    def check(code, out, err, d: Path) -> str | None:
+        mode = (d / name).lstat().st_mode
+        ok = stat_module.S_ISFIFO(mode) if kind == "fifo" else stat_module.S_ISCHR(mode)
+        return None if ok else f"{name} is no longer a {kind}: it was replaced"
+    return check
+
+
+def plant_bad_baseline(d: Path) -> None:
+    """A row an older wirewise stored unchecked: the case's GPUs as a list."""
+    with sqlite3.connect(d / "wirewise.db") as conn:
+        conn.execute(
+            'INSERT INTO baselines (fingerprint, workload, case_key, "case", metric, median, spread, results, nodes, '
+            "sources, origin, imported_at) VALUES (?, 'collective', 'old', ?, 'busbw_gbs', 5.0, 1.0, 4, 2, '{}', "
+            "'old.json', '2026-01-01 00:00:00.000000')",
+            ("f" * 64, json.dumps({**BASELINE["case"], "gpus": [0, 1]})))
+
+
+def make_null(d: Path) -> None:
+    if os.geteuid() == 0:  # a null device of the case's own, never the system's /dev/null
+        os.mknod(d / "null", 0o020666, os.makedev(1, 3))
+    else:
+        (d / "null").symlink_to("/dev/null")
+
+
+def issue_29_cases() -> list[Case]:
+    out: list[Case] = []
+
+    def r(*a, **kw):
+        out.append(Case(*a[:1], list(a[1:]), "refused", **kw))
+
+    def a(*args, **kw):
+        out.append(Case(*args[:1], list(args[1:]), "accepted", **kw))
+
+    # ---- baseline import: the whole file checked before anything is stored
+    S = "baseline import"
+    imp = lambda body, expect=r, **kw: expect(S, "baseline", "import", "@b.json", "--json", files={"b.json": body}, **kw)
+    imp(baselines_doc(BASELINE), expect=a)
+    imp(baselines_doc(BASELINE), expect=a, base="empty")
+    imp("\ufeff" + baselines_doc(BASELINE), expect=a, note="BOM")
+    imp(baselines_doc(BASELINE).encode("utf-16"), expect=a, note="UTF-16")
+    for changes, note in [({"results": 2**63}, "results 2^63"), ({"results": 2**31}, "results 2^31"),
+                          ({"results": 10**400}, "results 10^400"), ({"nodes": 0}, "nodes 0"), ({"results": -1}, "results -1"),
+                          ({"results": 4.5}, "results 4.5"), ({"results": "4"}, "results '4'"), ({"results": True}, "results true"),
+                          ({"results": None}, "results null"), ({"gpus": [0, 1]}, "gpus list"), ({"gpus": "2"}, "gpus text"),
+                          ({"gpus": 10**30}, "gpus 10^30"), ({"bytes": 1.5}, "bytes 1.5"), ({"bytes": "1K"}, "bytes '1K'"),
+                          ({"bytes": 2**64}, "bytes 2^64"), ({"in_place": "no"}, "in_place text"), ({"in_place": 2}, "in_place 2"),
+                          ({"op": ["all_reduce"]}, "op list"), ({"op": "x" * 5000}, "op 5000 chars"), ({"op": {"a": 1}}, "op map"),
+                          ({"dtype": 32}, "dtype number"), ({"device": 0}, "device number"), ({"median": "10"}, "median text"),
+                          ({"median": 0}, "median 0"), ({"median": -1.0}, "median -1"), ({"median": 1e400}, "median 1e400"),
+                          ({"spread": -0.5}, "spread negative"), ({"sources": {"wirewise": "4"}}, "source text"),
+                          ({"sources": {"wirewise": 2**63}}, "source 2^63"), ({"sources": []}, "sources list"),
+                          ({"sources": {"x" * 100: 1}}, "source name 100"), ({"metric": "tokens_per_s"}, "wrong metric"),
+                          ({"workload": "bench"}, "workload"), ({"fingerprint": "F" * 64}, "fingerprint upper"),
+                          ({"fingerprint": "../" * 20}, "fingerprint path"), ({"case": []}, "case list"), ({"case": {}}, "case empty"),
+                          ({"colour": 1}, "unknown field")]:
+        imp(baselines_doc(BASELINE, baseline(**changes)), note=note)
+    for token in ("NaN", "Infinity", "-Infinity", "1e999"):
+        imp(baselines_doc(BASELINE, baseline(spread=123.25)).replace("123.25", token), note=f"spread {token}")
+        imp(baselines_doc(BASELINE, baseline(median=123.25)).replace("123.25", token), note=f"median {token}")
+    for body, note in [("", "empty"), ("null", "null"), ("[]", "list"), ("{}", "no format"), ("[" * 100000, "deep"),
+                       (baselines_doc(version=2), "version 2"), (baselines_doc(version="1"), "version text"),
+                       (json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": {}}), "baselines map"),
+                       (json.dumps({"format": "wirewise-baselines", "version": 1}), "no baselines"),
+                       (json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": [None]}), "entry null"),
+                       (json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": [[1]]}), "entry list"),
+                       (b"\xff\xfe\x00\x01" * 50, "binary"),
+                       (("fifo",), "FIFO"), (("link", "/dev/zero"), "/dev/zero"), (("dir",), "folder"),
+                       (("sparse", 1024**3 + 1), "past 1 GiB"), (("link", "nowhere"), "dangling link")]:
+        imp(body, note=note, timeout=30)
+    r(S, "baseline", "import", "@nope.json", note="missing")
+    r(S, "baseline", "import", "/dev/zero", timeout=20)
+    a(S, "baseline", "import", "-", "--json", stdin=baselines_doc(BASELINE).encode(), note="stdin")
+    r(S, "baseline", "import", "-", stdin=b"", note="empty stdin")
+
+    # ---- baseline export: strict JSON; never renamed over what is not a regular file
+    S = "baseline export"
+    ex = lambda *args, expect=r, **kw: expect(S, "baseline", "export", *args, **kw)
+    ex("--out", "@e.json", "--json", expect=a, check=strict_file("e.json"))
+    ex("--out", "@e.json", "--json", expect=a, prepare=plant_bad_baseline, check=strict_file("e.json"),
+       note="a bad row stored before")
+    ex("--out", "-", expect=a, prepare=plant_bad_baseline, note="stdout")
+    ex("--out", "@null", "--json", expect=a, prepare=make_null, check=lambda *args: None if os.geteuid() else still("char", "null")(*args),
+       note="a device")
+    ex("--out", "@e.json", "--json", expect=a, files={"e.json": "old contents"}, check=strict_file("e.json"), note="replaced whole")
+    ex("--out", "@link.json", "--json", expect=a, files={"real.json": "old", "link.json": ("link", "real.json")},
+       check=lambda code, o, e, d: None if (d / "link.json").is_symlink() else "the link was replaced", note="a link")
+    ex("--out", "@fifo", files={"fifo": ("fifo",)}, timeout=20, check=still("fifo", "fifo"), note="a FIFO nobody reads")
+    ex("--out", "@d", files={"d": ("dir",)}, note="a folder")
+    ex("--out", "{d}", note="the case folder")
+    ex("--out", "", note="empty")
+    ex("--out", "@no/such/e.json", note="its folder is missing")
+    ex("--out", "@a-file/e.json", files={"a-file": "x"}, note="under a file")
+    ex("--out", "-", "--json", note="stdout twice")
+    ex("--out", "@e.json", "--fingerprint", "zz")
+    ex("--out", "@e.json", "--fingerprint", "%")
+    ex("--out", "@e.json", base="empty", note="nothing to export")
+    ex("--out", "/proc/wirewise-export", timeout=20)
+
+    # ---- launch: the script, and the scheduler's variables (one reader: wirewise.jobenv)
+    S = "launch env"
+    train = {"train.py": "print(1)\n"}
+    la = lambda *args, expect=r, dry=True, **kw: expect(S, "launch", *(["--dry-run"] if dry else []), "--model", "tiny-mistral",
+                                                        "--cpu", "--gpus", "2", *args, **{"files": train, **kw})
+    def script_is(*tail):
+        def check(code, o, e, d):
+            got = json.loads(o)["node_command"][-len(tail):]
+            return None if got == list(tail) else f"accelerate gets {got}, not {list(tail)}"
+        return check
+    la("--json", "--", "--debug", "a", expect=a, files={**train, "--debug": "print(1)\n"}, check=script_is("./--debug", "a"),
+       note="a script named like an option")
+    la("--json", "--", "-h", expect=a, files={**train, "-h": "print(1)\n"}, check=script_is("./-h"))
+    la("--json", "--", "--config_file", "x", expect=a, files={**train, "--config_file": "print(1)\n"},
+       check=script_is("./--config_file", "x"))
+    for args, note in [(["--", "-m", "--debug"], "module named like an option"), (["--", "-m", ""], "empty module"),
+                       (["--", "-m"], "no module"), (["--", "-m", "a b"], "module with a space"), (["--", ""], "empty script"),
+                       (["--", "{d}"], "a folder"), (["--", "/dev/zero"], "a device"), (["--", "@fifo.py"], "a FIFO"),
+                       (["--", "--debug"], "an option, no such file"), (["--", "@nope.py"], "missing")]:
+        la(*args, note=note, files={**train, "fifo.py": ("fifo",)})
+    bad_env = [({"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "n1", "SLURM_NODEID": v}, f"SLURM_NODEID={v!r}")
+               for v in ("abc", "-1", "1.0", "99999999999999999999", "٣", " 0x1")]
+    bad_env += [({"WORLD_SIZE": w, "LOCAL_WORLD_SIZE": l}, f"WORLD_SIZE={w!r} LOCAL_WORLD_SIZE={l!r}")
+                for w, l in (("99999999999999999999", "1"), ("4", "2"), ("2", "8"), ("-4", "2"), ("4.0", "2"), ("4", "x"),
+                             ("1e3", "1"), ("65537", "1"), ("٤", "1"))]
+    bad_env += [({"SLURM_JOB_ID": j, "SLURM_JOB_NODELIST": "n1"}, f"SLURM_JOB_ID={j!r}")
+                for j in ("x/../../../escaped", "..", ".", "1/2", "../../tmp/PWNED", "1\n2", "$(touch {mark})", "1" * 30, "٣")]
+    bad_env += [({"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": n}, f"SLURM_JOB_NODELIST={n!r}")
+                for n in ("gpu[01-99999999999]", "gpu[", "a,,b[")]
+    for env, note in bad_env:
+        la("--", "@train.py", env=env, note=note)
+        la("--", "@train.py", env=env, note=note, dry=False)
+    for env, note in [({"WORLD_SIZE": "", "LOCAL_WORLD_SIZE": ""}, "empty: unset"), ({"SLURM_JOB_ID": ""}, "empty job id"),
+                      ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "0"}, "no ranks per node"),
+                      ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}, "one machine's ranks")]:
+        la("--json", "--", "@train.py", env=env, note=note, expect=a)
+
+    # ---- wirewise.advice() from Python: one AdviceError (a ValueError), one line
+    S = "advice()"
+    base_env = 'dict(environ, WIREWISE_DB="sqlite:///{d}/none.db")'
+    api = lambda kwargs, expect=r, **kw: expect(S, kwargs, api=True, **kw)
+    api(f'dict(model="tiny-mistral", cpu=True, env={base_env})', expect=a)
+    api(f'dict(params=7e9, cpu=True, env={base_env})', expect=a, note="7e9 as a float")
+    api(f'dict(model=Path("tiny-mistral"), cpu=True, env={base_env})', expect=r, note="a registry name as a Path: no such file")
+    for given in ('batch_size="4"', "batch_size=4.5", "batch_size=True", "batch_size=0", "batch_size=-1", "batch_size=10**30",
+                  "batch_size=None", "batch_size=[4]", "params=inf", "params=nan", "params=-1", "params=0", "params=1e300",
+                  'params="7e9"', "params=7.5", "params=10**40", "gpus=2.0", 'gpus="2"', "gpus=0", "gpus=-1", "gpus=10**20",
+                  "seq_len=0", "seq_len=10**30", "seq_len=1.5", 'seq_len="2048"', "strategy=5", 'strategy="zero4"',
+                  'strategy=""', 'strategy=["ddp"]', "gpu_mem_gb=nan", "gpu_mem_gb=inf", "gpu_mem_gb=-1", 'gpu_mem_gb="80"',
+                  "gpu_mem_gb=True", "gpu_mem_gb=0", 'cpu="yes"', "cpu=1", 'accounting="x"', "accounting=None", "accounting=5",
+                  "db=5", 'db="bogus://"', 'db="sqlite:////dev/zero"', 'topology_file="/dev/zero"', 'topology_file="{d}"',
+                  "topology_file=5", 'topology_file="{d}/nope.txt"', "model=7", 'model=""', 'model="../../etc/passwd"',
+                  'model=b"tiny-mistral"', 'model="nosuch"', 'model="/dev/zero"', 'model="x" * 5000'):
+        model = "" if given.startswith(("model=", "params=")) else 'model="tiny-mistral", '
+        api(f"dict({model}cpu=True, env={base_env}, {given})".replace("cpu=True, env", "env")
+            if given.startswith("cpu=") else f"dict({model}cpu=True, env={base_env}, {given})", note=given[:40])
+    for env in ('["SLURM_JOB_ID=1"]', '"SLURM_JOB_ID=1"', "5", '{"WORLD_SIZE": 4}', '{1: "a"}', '{"A": b"x"}',
+                f'dict({base_env}, SLURM_NODEID="abc", SLURM_JOB_ID="7", SLURM_JOB_NODELIST="n1")',
+                f'dict({base_env}, WORLD_SIZE="99999999999999999999", LOCAL_WORLD_SIZE="1")',
+                f'dict({base_env}, SLURM_JOB_ID="x/../../../escaped", SLURM_JOB_NODELIST="n1")',
+                ):
+        api(f'dict(model="tiny-mistral", cpu=True, env={env})', note=f"env {env[:40]}")
+    api(f'dict(model="tiny-mistral", cpu=True, env={base_env}, bogus=1)', expect=r, note="an unknown keyword")
+    api(f'dict(model="tiny-mistral", cpu=True, env=dict({base_env}, CUDA_VISIBLE_DEVICES="99999999999999999999"))',
+        expect=a, note="CPU ranks: no GPU named")
+    api(f'dict(model="tiny-mistral", params=7e9, cpu=True, env={base_env})', note="both")
+    api(f'dict(cpu=True, env={base_env})', note="neither")
+
+    # ---- place on a plain `nvidia-smi topo -m` (no GPU names): placed, without a figure
+    S = "place unnamed"
+    plain = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
+    def no_figure(code, o, e, d):
+        doc = json.loads(o)
+        if doc["predicted_busbw_gbs"] is not None or not any("GPU model unknown" in x for x in doc["reasons"]):
+            return "a figure without a GPU model, or no word on why there is none"
+        return None
+    for args in (["-k", "4"], ["-k", "2", "--policy", "spread"], ["-k", "8"], ["-k", "1"], ["-k", "4", "-m", "tiny-mistral"],
+                 ["-k", "2", "--free", "4-7"]):
+        a(S, "place", *args, "-f", str(plain), "--json", check=no_figure, base="empty")
+    a(S, "place", "-k", "4", "-f", str(plain), "--gpu-name", "NVIDIA H200 NVL", "--json")
+    a(S, "place", "-k", "4", "-f", str(plain), "--json", note="a stored node of the same wiring names them",
+      check=lambda code, o, e, d: None if json.loads(o)["gpu_model_source"] == "stored node n1 (same wiring)" else "not from n1")
+    r(S, "place", "-k", "4", "-f", str(plain), "--gpu-name", "")
+    r(S, "place", "-k", "4", "-f", str(plain), "--gpu-name", " ")
+    r(S, "place", "-k", "9", "-f", str(plain))
+    a(S, "place", "-k", "4", "-f", "@topo.txt", "--json", files={"topo.txt": plain.read_text().replace("\n", "\r\n")},
+      note="CRLF", check=no_figure, base="empty")
+
+    # ---- collect: JSON lines of result records
+    S = "collect lines"
+    measured = FIXTURES / "measured-2xh200"
+    a(S, "collect", str(measured / "wirewise-results.jsonl"), str(measured / "wirewise-collectives.jsonl"), "--json", timeout=90)
+    line = json.dumps(collective(node="lines"))
+    lines = lambda *rows: "\n".join(rows) + "\n"
+    a(S, "collect", "@r.jsonl", "--json", files={"r.jsonl": lines(line)}, note="one line")
+    a(S, "collect", "@r.jsonl", "--json", files={"r.jsonl": lines(line, "", "  ", json.dumps(collective(node="l2")))},
+      note="blank lines between")
+    a(S, "collect", "@r.jsonl", "--json", files={"r.jsonl": lines(line).replace("\n", "\r\n") + lines(json.dumps(collective(node="l3")))},
+      note="CRLF")
+    for body, note in [(lines(line, "{"), "a broken line"), (lines(line, "[]"), "a list line"), (lines(line, "null"), "null line"),
+                       (lines(line, json.dumps(collective(bytes=-1))), "bytes -1"),
+                       (lines(line, line[:-1] + ', "time_us": NaN}'), "NaN"), (lines(line, json.dumps(collective(count=2**63))), "2^63"),
+                       (lines(line, json.dumps(collective(gpus=[10**30]))), "gpus 10^30"),
+                       (lines(line, json.dumps({"records": [collective()]})), "a document as a line"),
+                       (lines(line, json.dumps(collective(bogus=1))), "an unknown field"), (lines("1", "2"), "numbers"),
+                       (lines(line, line).encode("utf-16"), "UTF-16"), (lines(line, "[" * 100000), "deep"),
+                       ("\n\n\n", "blank lines only")]:
+        r(S, "collect", "@r.jsonl", "--json", files={"r.jsonl": body}, note=note, timeout=60)
+    return out
 
 
 # -- the pass -------------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the findings and figures as JSON")
-    parser.add_argument("--only", help="only the inputs of this surface")
+    parser.add_argument("--only", help="only the inputs of these surfaces (comma-separated)")
     parser.add_argument("--jobs", type=int, default=3, help="commands at once (default 3)")
     options = parser.parse_args()
-    chosen = [case for case in cases() if not options.only or case.surface == options.only]
+    chosen = [case for case in cases() if not options.only or case.surface in options.only.split(",")]
     root = Path(tempfile.mkdtemp(prefix="ww-hostile-"))
     try:
         system_path(root)

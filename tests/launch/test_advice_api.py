@@ -119,6 +119,7 @@ def test_the_registry_names_each_models_transformer_block():
     ({"cpu": "yes"}, "cpu='yes'"),
     ({"model": 7}, "model=7"),
     ({"model": "no-such-model"}, "unknown model 'no-such-model'"),
+    ({"batchsize": 4}, "unexpected keyword argument 'batchsize'"),
     ({"env": {"WORLD_SIZE": "99999999999999999999", "LOCAL_WORLD_SIZE": "1"}}, "WORLD_SIZE='99999999999999999999'"),
 ])
 def test_a_bad_argument_is_one_advice_error_a_value_error(tmp_path, given, said):

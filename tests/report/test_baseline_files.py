@@ -62,6 +62,7 @@ BAD = {  # what the file holds -> the words that name it
     "bytes 1.5": (entry(bytes=1.5), "baselines[1].case.bytes"),
     "in_place as a number": (entry(in_place=3), "baselines[1].case.in_place"),
     "results as text": (entry(results="4"), "baselines[1].results"),
+    "median as text": (entry(median="10"), "baselines[1].median"),
     "a case field unknown": ({**GOOD, "case": {**GOOD["case"], "colour": "red"}}, "baselines[1].case.colour"),
     "a case field missing": ({**GOOD, "case": {k: v for k, v in GOOD["case"].items() if k != "op"}}, "baselines[1].case.op"),
     "a source counted as text": (entry(sources={"wirewise": "4"}), "baselines[1].sources"),

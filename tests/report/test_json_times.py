@@ -4,21 +4,8 @@ PostgreSQL: SQLite gives stored times back as text without one, which went out a
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
-
+from tests.cli.hostile_pass import times_in, zoned
 from tests.conftest import FIXTURES, wirewise_json
-
-LOOKS_LIKE_A_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}")
-
-
-def times_in(doc) -> list[str]:
-    if isinstance(doc, dict):
-        return [t for value in doc.values() for t in times_in(value)]
-    if isinstance(doc, list):
-        return [t for value in doc for t in times_in(value)]
-    return [doc] if isinstance(doc, str) and LOOKS_LIKE_A_TIME.match(doc) else []
-
 
 SPEC = """name: zoned
 workloads: [{collectives: {ops: [all_reduce], min_bytes: 1K, max_bytes: 1K, iters: 1, warmup: 0}}]
@@ -38,4 +25,4 @@ def test_every_time_in_json_output_carries_its_zone(db_url, tmp_path):
         found = times_in(wirewise_json(*command, "--db", db_url))
         assert found, f"{command}: no time in the output to check"
         for text in found:
-            assert "T" in text and datetime.fromisoformat(text).tzinfo is not None, f"{command}: {text!r}"
+            assert zoned(text), f"{command}: {text!r}"
