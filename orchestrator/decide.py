@@ -125,20 +125,22 @@ def place_on(topo: Topology, k: int | None, policy, free: list[int], free_source
 
 def placement_across_nodes(k: int | None, db: str | None) -> dict:
     """`wirewise place --across-nodes --json`: nodes of one wiring from the store, each with the
-    GPUs Slurm has free; the nodes pair tests found healthy first, none they flagged (nor a
-    link they judged slow), else under the fewest leaf switches Slurm's network topology names."""
+    GPUs Slurm has free; inside one NVLink domain when one has room (the domain each node's
+    GPUs reported); the nodes pair tests found healthy first, none they flagged (nor a link
+    they judged slow), else under the fewest leaf switches Slurm's network topology names."""
     from wirewise.orchestrator.placement.nodes import Candidate, choose_nodes
     from wirewise.orchestrator.slurm.nodes import leaf_switches
-    from wirewise.orchestrator.store.topology import list_topologies, load_topology
+    from wirewise.orchestrator.store.topology import list_topologies, load_topology, node_domains
 
     store = Store.open_existing(db)
     names = sorted({row["node"] for row in list_topologies(store)}) if store is not None else []
     if not names:
         raise UserError("no stored nodes to place across (run `wirewise topo save` on each node)")
+    domains = node_domains(store)
     nodes = []
     for name in names:
         topo = load_topology(store, node=name)
-        nodes.append(Candidate(name, topo, free_gpus(topo.gpus, None, name, False)[0]))
+        nodes.append(Candidate(name, topo, free_gpus(topo.gpus, None, name, False)[0], domains.get(name)))
     result = choose_nodes(nodes, k or 0, leaf_switches(), nodes_measured(store, names)).as_dict()
     chosen = next(node.topo for node in nodes if node.name == result["nodes"][0]["node"])
     if not chosen.named:  # ranked at nominal rates; no figure is given for them

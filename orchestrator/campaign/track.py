@@ -39,6 +39,7 @@ class CampaignStatus:
     tasks: list[TaskState] = field(default_factory=list)
     stored: list[TaskInfo] = field(default_factory=list)  # the task rows the states were read from
     note: str | None = None  # set where the states are the stored ones alone: why (the folder is gone)
+    warnings: list[str] = field(default_factory=list)  # where the scheduler put running elements against what they asked
 
     @property
     def counts(self) -> dict[str, int]:
@@ -67,6 +68,8 @@ class CampaignStatus:
         }
         if self.note:
             shown["note"] = self.note
+        if self.warnings:
+            shown["warnings"] = self.warnings
         nodes = self.by_node
         return {**shown, "nodes": nodes} if nodes else shown
 
@@ -77,6 +80,7 @@ def campaign_status(store: Store, name: str, stored_if_unusable: bool = False) -
     `stored_if_unusable`: instead, the statuses the store holds, with a note saying why (what
     `campaign status` shows of a campaign whose folder was deleted)."""
     from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.executor.core import RUNNING
 
     info = campaign_info(store, name)
     try:
@@ -94,8 +98,10 @@ def campaign_status(store: Store, name: str, stored_if_unusable: bool = False) -
     kept = {task.task_id for task in tasks if outcomes[task.task_id] is None and task.status in FINISHED
             and not folder.task_dir(task.task_id).is_dir()}
     unfinished = [task for task in tasks if not _finished(outcomes[task.task_id], task) and task.task_id not in kept]
-    states = executor_named(info.executor).states([task.element for task in unfinished]) if unfinished else {}
-    status = CampaignStatus(info, stored=tasks)
+    executor = executor_named(info.executor)
+    states = executor.states([task.element for task in unfinished]) if unfinished else {}
+    running = sorted({element for element, state in states.items() if element and state == RUNNING})
+    status = CampaignStatus(info, stored=tasks, warnings=sorted(set(executor.allocation_problems(running).values())) if running else [])
     started: set[tuple] = set()  # elements whose first unfinished task was seen
     for task in tasks:
         outcome = outcomes[task.task_id]

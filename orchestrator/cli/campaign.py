@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise.orchestrator.cli.common import (
-    DbOption, JsonOption, command_group, console, print_json, print_tables, survey_progress,
+    DbOption, JsonOption, command_group, console, err_console, print_json, print_tables, survey_progress,
 )
 
 app = command_group(
@@ -140,6 +140,8 @@ def status(
         print_json(state.to_json())
     else:
         console().print(status_table(state, by_node=nodes))
+        for warning in state.warnings:
+            err_console().print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
 
 
 @app.command()

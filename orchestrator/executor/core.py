@@ -59,6 +59,10 @@ class JobRequest:
     exclude: str | None = None  # nodes it must not go to (down, drained, flagged)
     reservation: str | None = None  # run inside this reservation (a re-test on a node reserved for it)
     parallelism: int | None = None  # array elements running at once
+    # Nodes kept together inside one block of the cluster's block topology (one NVLink domain,
+    # sbatch --segment); None: the Slurm executor asks it for a multi-node job where the cluster
+    # has a block that holds the job (wirewise.orchestrator.slurm.blocks.segment_for).
+    segment: int | None = None
     # The scheduler may start it again by itself after its node failed. Campaign elements say
     # no: what runs again is wirewise's choice (`campaign resume`, on nodes that are up), and a
     # lost node leaves its tasks `missing` at once instead of queued behind it. A preempted
@@ -79,6 +83,8 @@ class JobRequest:
             held.append("whole nodes")
         if self.cpus_per_task:
             held.append(f"{self.cpus_per_task} CPU(s) per task")
+        if self.segment:
+            held.append(f"segments of {self.segment} node(s) inside one block")
         for key in ("partition", "account", "qos", "constraint", "nodelist", "exclude", "reservation"):
             if getattr(self, key):
                 held.append(f"{key} {getattr(self, key)}")
@@ -150,6 +156,11 @@ class Executor(Protocol):
     def states(self, elements: list[str | None]) -> dict[str | None, str]: ...
 
     def cancel(self, elements: list[str]) -> dict[str, Any]: ...
+
+    def allocation_problems(self, elements: list[str]) -> dict[str, str]:
+        """{element: what is wrong} with where the scheduler put these running elements (Slurm:
+        nodes a --segment should have kept inside one block, and did not); {} when nothing is."""
+        ...
 
     def nodes(self, scope: Scope) -> list[Node] | None:
         """The nodes of the scope, in the executor's order; UserError (one line) for a name it

@@ -48,6 +48,10 @@ class LocalExecutor:
         for an element without an id: recorded before ids were)."""
         return {element: RUNNING if element and _alive(element) else ENDED for element in set(elements)}
 
+    def allocation_problems(self, elements: list[str]) -> dict[str, str]:
+        """Everything runs here: nothing was placed by a scheduler."""
+        return {}
+
     def cancel(self, elements: list[str]) -> dict[str, Any]:
         """SIGTERM to the run that took these elements, if it still is that run: its task ends
         `cancelled` and the rest do not start."""

@@ -61,11 +61,25 @@ class SlurmExecutor:
         extra = {}  # sbatch options submitit has no parameter of its own for
         if request.reservation:
             extra["reservation"] = request.reservation
+        segment = request.segment or self.segment(request)
+        if segment:
+            extra["segment"] = segment  # sbatch --segment (Slurm 24.05+): its nodes inside one block
         if not request.requeue:
             extra["no-requeue"] = True  # sbatch --no-requeue
         if extra:
             parameters["slurm_additional_parameters"] = extra
         return parameters
+
+    @staticmethod
+    def segment(request: JobRequest) -> int | None:
+        """--segment for a multi-node job Slurm places itself (no node list) on a cluster whose
+        block topology has a block that holds it (one NVLink domain: docs/fleet.md); None
+        otherwise, and off a cluster (a dry run)."""
+        from wirewise.orchestrator.slurm.blocks import cluster_blocks, segment_for
+
+        if request.nodes < 2 or request.nodelist:
+            return None
+        return segment_for(request.nodes, cluster_blocks())
 
     def array_limit(self, dry_run: bool = False) -> int | None:
         """MaxArraySize; a dry run off the cluster (no Slurm to ask) assumes Slurm's default."""
@@ -115,6 +129,11 @@ class SlurmExecutor:
             queued = queued_elements(sorted({e.split("_")[0] for e in unknown}))
             found.update({e: "PENDING" if e in queued else "CANCELLED" for e in unknown})
         return {e: _neutral(found[e]) if e else PENDING for e in set(elements)}
+
+    def allocation_problems(self, elements: list[str]) -> dict[str, str]:
+        from wirewise.orchestrator.slurm.blocks import allocation_problems
+
+        return allocation_problems(elements)
 
     def cancel(self, elements: list[str]) -> dict[str, Any]:
         from wirewise.orchestrator.slurm.cluster import cancel

@@ -8,8 +8,12 @@ wirewise.orchestrator.fleet.standing): nodes to avoid are left out, nodes measur
 come first, best measured busbw first, and no two nodes joined by a link judged slow; where
 nothing was measured among the candidates, Slurm's network topology (leaf switches and their
 nodes, wirewise.orchestrator.slurm.nodes): under as few leaf switches as possible, best fit first so
-whole switches stay free. A request that fits one node goes to the node whose best set
-predicts fastest, then the one it fills most exactly.
+whole switches stay free. Before either, the NVLink domain (rack-scale NVLink, GB200/GB300
+NVL72: the stored fabric cluster UUID and clique of each node): when one domain has enough
+eligible nodes, the job's nodes all come from it (over NVLink, not the network), the domain with
+the fewest spare nodes first so larger ones stay whole; when none has, the choice says so, and
+the job spans domains over the network. A request that fits one node goes to the node whose
+best set predicts fastest, then the one it fills most exactly.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ class Candidate:
     name: str
     topo: Topology
     free: list[int]
+    domain: tuple[str, int] | None = None  # its multi-node NVLink domain (cluster UUID, clique); None: in none
 
 
 @dataclass
@@ -54,6 +59,7 @@ class NodeChoice:
     predicted_busbw_gbs: float | None  # inside each node, by the wiring model
     switches: int | None  # leaf switches spanned, when the network topology is known
     reasons: list[str] = field(default_factory=list)
+    domain: tuple[str, int] | None = None  # the NVLink domain every chosen node sits in; None: not one
 
     def as_dict(self) -> dict:
         return {
@@ -62,6 +68,7 @@ class NodeChoice:
             "fingerprint": self.fingerprint,
             "predicted_busbw_gbs": self.predicted_busbw_gbs,
             "switches": self.switches,
+            "nvlink_domain": {"cluster_uuid": self.domain[0], "clique_id": self.domain[1]} if self.domain else None,
             "reasons": self.reasons,
         }
 
@@ -96,7 +103,7 @@ def choose_nodes(nodes: list[Candidate], k: int, leaf_of: dict[str, str] | None 
 
 
 def _rank(choice: NodeChoice) -> tuple:
-    return (choice.per_node, choice.predicted_busbw_gbs or 0.0, -(choice.switches or 0))
+    return (choice.per_node, choice.domain is not None, choice.predicted_busbw_gbs or 0.0, -(choice.switches or 0))
 
 
 def _one_node(nodes: list[Candidate], k: int, picker: _SetCache) -> NodeChoice:
@@ -121,6 +128,9 @@ def _spread_over(members: list[Candidate], k: int, fingerprint: str, picker: _Se
         if len(eligible) < count:
             continue
         reasons = [f"{count} node(s) of one wiring x {per_node} GPU(s)"]
+        eligible, domain, said = _one_domain(eligible, count)
+        if said:
+            reasons.append(said)
         if any(measured.knows(node.name) for node in eligible):
             chosen = _pick_measured(eligible, count, per_node, measured)
             switches = len({leaf_of.get(node.name, "?") for node in chosen}) if leaf_of else None
@@ -132,8 +142,27 @@ def _spread_over(members: list[Candidate], k: int, fingerprint: str, picker: _Se
         busbw = min((picker.best(node, per_node)[1] or 0.0) for node in chosen) if per_node > 1 else None
         if switches is not None:
             reasons.append(f"under {switches} leaf switch(es)")
-        return NodeChoice(placed, per_node, fingerprint, busbw, switches, reasons)
+        return NodeChoice(placed, per_node, fingerprint, busbw, switches, reasons, domain)
     return None
+
+
+def _one_domain(eligible: list[Candidate], count: int) -> tuple[list[Candidate], tuple[str, int] | None, str | None]:
+    """(the candidates to choose from, the domain they share, what to say): the nodes of the
+    NVLink domain that holds `count` eligible nodes with the fewest to spare; all of them, and
+    why, when none does (only where some node sits in a domain at all)."""
+    members: dict[tuple[str, int], list[Candidate]] = {}
+    for node in eligible:
+        if node.domain is not None:
+            members.setdefault(node.domain, []).append(node)
+    if not members:
+        return eligible, None, None
+    fitting = [(len(nodes), domain) for domain, nodes in members.items() if len(nodes) >= count]
+    if not fitting:
+        largest = max(len(nodes) for nodes in members.values())
+        return eligible, None, (f"no NVLink domain has {count} such nodes (the most in one: {largest}): "
+                                "the job spans domains, over the network")
+    size, domain = min(fitting)
+    return members[domain], domain, f"inside one NVLink domain ({domain[0]} clique {domain[1]}, {size} eligible node(s))"
 
 
 def _pick_nodes(eligible: list[Candidate], count: int, per_node: int,

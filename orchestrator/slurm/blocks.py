@@ -5,6 +5,9 @@ topology.yaml (25.05+), and the reader of the blocks a cluster runs with.
     plan_blocks(domains) -> BlockPlan          {node: (cluster UUID, clique id) | None} -> blocks
     topology_conf(plan) / topology_yaml(plan)  the two files
     blocks_from(text) -> {block: [nodes]}      `scontrol show topology` (BlockName=... Nodes=...)
+    cluster_blocks()                           the same, asked of this cluster ({} without blocks or Slurm)
+    segment_for(nodes, blocks)                 the --segment a job of N nodes asks: N where a block holds N
+    allocation_problems(job_ids)               what Slurm gave the jobs that asked --segment, checked
 
 The rules, from Slurm 25.11's topology/block (src/plugins/topology/block, topology.conf(5)) and
 what the test cluster (25.11.7, tests/slurm/test_blocks.py) did with them:
@@ -126,3 +129,65 @@ def blocks_from(text: str) -> dict[str, list[str]]:
     """`scontrol show topology` -> {block: its nodes} for the base blocks (BlockName= lines;
     AggregatedBlock= lines are Slurm's own groupings of them); {} without topology/block."""
     return {name: hostnames(nodes) for name, nodes in _BLOCK.findall(text)}
+
+
+def cluster_blocks() -> dict[str, list[str]]:
+    """This cluster's blocks; {} where it runs no block topology, or there is no Slurm to ask."""
+    from wirewise.orchestrator.slurm.command import SlurmError, available, slurm
+
+    if not available("scontrol"):
+        return {}
+    try:
+        return blocks_from(slurm("scontrol", "show", "topology", or_none=True) or "")
+    except SlurmError:
+        return {}
+
+
+def segment_for(nodes: int, blocks: Mapping[str, list[str]]) -> int | None:
+    """--segment=N for a job of N nodes where a block holds N nodes (Slurm keeps the segment in
+    one block); None where no block does: the job spans blocks, as Slurm would place it anyway."""
+    if nodes > 1 and any(len(members) >= nodes for members in blocks.values()):
+        return nodes
+    return None
+
+
+def allocation_problems(job_ids: list[str]) -> dict[str, str]:
+    """{job or array element: what is wrong} with the nodes Slurm gave those of these jobs that
+    asked --segment (a segment silently ignored has been reported against Slurm, after a
+    `scontrol reconfigure`): a segment's nodes in more than one block, or no block topology at
+    all. One `scontrol -o show job` for all of them and one `scontrol show topology`; jobs
+    without a segment or without nodes yet say nothing."""
+    from wirewise.orchestrator.slurm.command import slurm
+
+    wanted = set(job_ids)
+    if not wanted:
+        return {}
+    found: dict[str, tuple[list[str], int]] = {}
+    for line in (slurm("scontrol", "-o", "show", "job", or_none=True) or "").splitlines():
+        fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+        array, task = fields.get("ArrayJobId"), fields.get("ArrayTaskId")
+        job = f"{array}_{task}" if array and task and task.isdigit() else fields.get("JobId")
+        segment, nodelist = fields.get("SegmentSize", ""), fields.get("NodeList", "")
+        if job in wanted and segment.isdigit() and int(segment) > 0 and nodelist not in ("", "(null)"):
+            found[job] = (hostnames(nodelist), int(segment))
+    if not found:
+        return {}
+    blocks = cluster_blocks()
+    problems = {job: segment_problem(job, nodes, segment, blocks) for job, (nodes, segment) in found.items()}
+    return {job: problem for job, problem in problems.items() if problem}
+
+
+def segment_problem(job_id: str, nodes: list[str], segment: int, blocks: Mapping[str, list[str]]) -> str | None:
+    """allocation_problems' judgement on what was read: Slurm orders a job's nodes by index, so
+    each block's share of them must be whole segments."""
+    if not blocks:
+        return f"job {job_id} asked --segment={segment}, but the cluster runs no block topology: its nodes {hostlist(nodes)} are not kept in one NVLink domain"
+    block_of = {node: name for name, members in blocks.items() for node in members}
+    share: dict[str, int] = {}
+    for node in nodes:
+        share[block_of.get(node, "no block")] = share.get(block_of.get(node, "no block"), 0) + 1
+    split = {name: count for name, count in share.items() if count % segment or name == "no block"}
+    if split:
+        spread = ", ".join(f"{count} in {name}" for name, count in sorted(share.items()))
+        return f"job {job_id} asked --segment={segment}, but Slurm gave {hostlist(nodes)}: {spread}"
+    return None

@@ -98,6 +98,7 @@ _SIXTEEN_BITS = 0xFFFD
 NUMBERS = {
     "time_min": Range(1, MAX_TIME_MIN, "minutes; a year at most, past any partition's MaxTime"),
     "nodes": Range(1, MAX_NODES, "more than any cluster has"),
+    "segment": Range(1, MAX_NODES, "nodes per segment; more than any cluster has"),
     "tasks_per_node": Range(1, _SIXTEEN_BITS, "Slurm's limit"),
     "cpus_per_task": Range(1, _SIXTEEN_BITS, "Slurm's limit"),
     "gpus_per_node": Range(1, GPU_INDICES.largest + 1, "no node has more"),

@@ -94,6 +94,9 @@ class QueueExecutor:
         self.calls.append(("states", sorted(elements)))
         return {element: self.answer for element in elements}
 
+    def allocation_problems(self, elements) -> dict[str, str]:
+        return {}
+
     def cancel(self, elements) -> dict[str, Any]:
         self.calls.append(("cancel", sorted(elements)))
         return {"cancelled_arrays": sorted({e.split("_")[0] for e in elements})}

@@ -151,3 +151,22 @@ def test_place_keeps_off_what_an_open_finding_names(db_url: str) -> None:
     record_check(store, "n2", "health-check", {"nvlink-inactive"}, [])
     assert not [r for r in wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)["reasons"] if r.startswith("left out")]
     assert not [r for r in wirewise_json("place", "--gpus", "2", "--node", "n2", "--gpu-name", "NVIDIA H200", "--db", db_url)["reasons"] if "left out" in r]
+
+
+def test_the_nodes_of_a_job_come_from_one_nvlink_domain_when_one_has_room() -> None:
+    """Rack-scale NVLink: nodes of one domain talk over NVLink. Domain A holds two nodes, B
+    four, and one node sits in none. Two nodes come from A (B stays whole for a larger job),
+    three from B; five fit no domain: the choice spans them and says so."""
+    a, b = ("uuid-a", 2), ("uuid-b", 32766)
+    nodes = ([Candidate(f"a{i}", NVL, ALL, a) for i in (1, 2)] + [Candidate(f"b{i}", NVL, ALL, b) for i in (1, 2, 3, 4)]
+             + [Candidate("hgx", NVL, ALL, None)])
+    two = choose_nodes(nodes, 16)
+    assert [name for name, _ in two.nodes] == ["a1", "a2"] and two.domain == a
+    assert "inside one NVLink domain (uuid-a clique 2, 2 eligible node(s))" in two.reasons
+    assert two.as_dict()["nvlink_domain"] == {"cluster_uuid": "uuid-a", "clique_id": 2}
+    three = choose_nodes(nodes, 24)
+    assert {name for name, _ in three.nodes} <= {"b1", "b2", "b3", "b4"} and three.domain == b
+    five = choose_nodes(nodes, 40)
+    assert five.domain is None and len(five.nodes) == 5
+    assert "no NVLink domain has 5 such nodes (the most in one: 4): the job spans domains, over the network" in five.reasons
+    assert choose_nodes([Candidate(n, NVL, ALL) for n in ("x", "y")], 16).as_dict()["nvlink_domain"] is None

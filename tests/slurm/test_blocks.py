@@ -2,20 +2,29 @@
 reports its NVLink fabric (tests/slurm/fake_node/pynvml.py: wwn1 and wwn2 in one domain, wwn3 in
 another), `topo save` on each node stores it, and the cluster loads what `topo slurm --blocks`
 wrote, as topology.conf and as topology.yaml: `scontrol show topology` lists the blocks, and a
-2-node job asking `--segment=2` gets the two nodes of the domain."""
+2-node job asking `--segment=2` gets the two nodes of the domain. Placement across nodes and a
+2-node campaign task keep to the domain, and a segment Slurm did not keep is said."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import subprocess
 import time
 
 import pytest
+import yaml
 
-from tests.conftest import WIREWISE, wirewise, wirewise_json
+from tests.conftest import FIXTURES, WIREWISE, wirewise, wirewise_json
 from tests.slurm.fixture import sbatch
+from wirewise.orchestrator.executor.slurm import SlurmExecutor
 from wirewise.orchestrator.slurm.blocks import blocks_from
 
 pytestmark = pytest.mark.multinode
+
+
+def rows(db_url: str, sql: str) -> list[tuple]:
+    return sqlite3.connect(db_url.removeprefix("sqlite:///")).execute(sql).fetchall()
 
 
 def save_every_node(cluster, db: str) -> None:
@@ -55,3 +64,53 @@ def test_the_cluster_loads_the_blocks_and_a_segment_lands_inside_the_domain(mult
     finally:
         multinode.use_topology(None)
     assert subprocess.run(["scontrol", "show", "topology"], capture_output=True, text=True).stdout.strip() == ""
+
+
+A100 = FIXTURES / "topo" / "a100-sxm-4gpu-hgx-nv4-polaris-2nic-mangled-header.txt"
+QUICK = {"ops": ["all_reduce"], "min_bytes": "4K", "max_bytes": "8K", "iters": 2, "warmup": 1, "check": True}
+
+
+def test_placement_and_a_two_node_campaign_task_stay_inside_the_domain(multinode, tmp_path, db_url):
+    """`place --across-nodes` picks the two nodes of one NVLink domain and says so; a 2-node
+    campaign task on the cluster running blocks asks Slurm `--segment=2`, runs on wwn[1-2], and
+    its status finds nothing wrong with where Slurm put it."""
+    save_every_node(multinode, db_url)
+    placed = wirewise_json("place", "--across-nodes", "--gpus", "8", "--db", db_url)
+    assert [n["node"] for n in placed["nodes"]] == ["wwn1", "wwn2"] and placed["nvlink_domain"]["clique_id"] == 1
+    assert any(r.startswith("inside one NVLink domain") for r in placed["reasons"])
+    topology = tmp_path / "topology.conf"
+    topology.write_text(wirewise("topo", "slurm", "--blocks", "--db", db_url, check=True).stdout)
+    multinode.use_topology(topology)
+    try:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump({
+            "name": "in-domain", "workloads": [{"collectives": QUICK}], "axes": {"gpus": [1]},
+            "target": {"executor": "slurm", "partition": multinode.partition, "nodes": 2, "backend": "gloo",
+                       "time": "00:10:00", "folder": str(tmp_path / "campaign"), "timeout_s": 120}}))
+        report = wirewise_json("campaign", "submit", str(spec), "--topology-file", str(A100), "--db", db_url, cwd=tmp_path)
+        assert report["parameters"]["slurm_additional_parameters"]["segment"] == 2
+        done = wirewise_json("campaign", "status", "in-domain", "--watch", "--interval", "1", "--db", db_url, timeout=300)
+        assert done["counts"] == {"ok": 1} and "warnings" not in done
+        [script] = (tmp_path / "campaign" / "submitit").glob("*_submission.sh")
+        assert "#SBATCH --segment=2" in script.read_text()
+        stored = {tuple(json.loads(nodes)) for (nodes,) in rows(db_url, "SELECT nodes FROM results")}
+        assert stored == {("wwn1", "wwn2")}
+    finally:
+        multinode.use_topology(None)
+
+
+def test_a_segment_slurm_did_not_keep_is_said(multinode, tmp_path):
+    """On the cluster without blocks (Slurm's flat default) 25.11 takes `--segment=2` and places
+    the job anyway (SegmentSize=2 in `scontrol show job`): the check says the nodes are not kept
+    in one domain; a job that asked no segment says nothing."""
+    asked = sbatch("-p", multinode.partition, "-N2", "--segment=2", "-o", str(tmp_path / "a.out"), "--wrap", "sleep 60")
+    plain = sbatch("-p", multinode.partition, "-N1", "-o", str(tmp_path / "b.out"), "--wrap", "sleep 60")
+    try:
+        deadline = time.monotonic() + 60
+        while (problems := SlurmExecutor().allocation_problems([asked, plain])) == {}:
+            assert time.monotonic() < deadline, "the segmented job never started"
+            time.sleep(0.3)
+        assert list(problems) == [asked]
+        assert problems[asked].startswith(f"job {asked} asked --segment=2, but the cluster runs no block topology: its nodes ")
+    finally:
+        subprocess.run(["scancel", asked, plain], check=False)
