@@ -20,10 +20,10 @@ def info(db: DbOption = None, json: JsonOption = False) -> None:
     if json:
         print_json(info)
         return
-    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{escape(info['url'])}  (schema {info['revision']})", show_header=True)
+    typer.echo(f"{info['url']}  (schema {info['revision']})")  # one line, never wrapped: it names the file
+    table = Table(show_header=True)
     table.add_column("table")
     table.add_column("rows", justify="right")
     for name, count in info["rows"].items():
