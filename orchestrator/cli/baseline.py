@@ -41,7 +41,10 @@ def export(
     if to_stdout:
         sys.stdout.write(text + "\n")
     else:
-        write_text_atomic(Path(out), text)
+        try:
+            write_text_atomic(Path(out), text)
+        except OSError as exc:  # a link to a missing folder, a full or read-only disk
+            raise UserError(f"--out {out!r}: cannot write it ({exc.strerror or exc}); nothing written") from None
     warn(notes)
     summary = {"file": out, "baselines": len(document["baselines"]), "fingerprints": sorted(document["wirings"]),
                "results": sum(b["results"] for b in document["baselines"])}
