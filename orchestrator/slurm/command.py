@@ -43,7 +43,12 @@ class SlurmTimeout(SlurmError):
 
 
 class SlurmUnreachable(SlurmError):
-    """A Slurm command that found no controller: no configuration here, or slurmctld silent."""
+    """A Slurm command that found no controller: no configuration here (`unconfigured`: a
+    machine outside any cluster, e.g. a laptop placing on stored wirings), or slurmctld silent."""
+
+    def __init__(self, message: str, reason: str = "", unconfigured: bool = False) -> None:
+        super().__init__(message, reason)
+        self.unconfigured = unconfigured
 
 
 # Slurm's own words for "no controller to ask" (first line on stderr), and what they mean. Seen
@@ -90,9 +95,10 @@ def slurm(command: str, *args: str, timeout: float = TIMEOUT_S, or_none: bool = 
 def _unreachable(command: str, stderr: str, reason: str) -> SlurmUnreachable | None:
     """Slurm's errors for a controller it cannot reach, as one line that says so, instead of
     its raw first line; None for any other error."""
-    for marks, meaning in UNREACHABLE:
+    for position, (marks, meaning) in enumerate(UNREACHABLE):
         if any(mark in stderr for mark in marks):
-            return SlurmUnreachable(f"Slurm is unreachable: {command} found no controller ({meaning})", reason)
+            return SlurmUnreachable(f"Slurm is unreachable: {command} found no controller ({meaning})", reason,
+                                    unconfigured=position == 0)
     return None
 
 

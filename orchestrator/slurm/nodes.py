@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from wirewise.errors import UserError
 from wirewise.jobenv import hostnames
-from wirewise.orchestrator.slurm.command import SlurmError, available, slurm
+from wirewise.orchestrator.slurm.command import SlurmError, SlurmUnreachable, available, slurm
 from wirewise.ranges import GPU_INDICES, parse_ranges
 
 _GRES_USED = re.compile(r"GresUsed=(\S*)")
@@ -48,9 +48,7 @@ def _indices(spec: str) -> list[int]:
 def gpus_in_use(node: str) -> set[int] | None:
     """GPUs Slurm has handed out on `node`; None where there is no scontrol or Slurm does not
     know the node (a stored topology of a machine outside this cluster)."""
-    if not available("scontrol"):
-        return None
-    shown = slurm("scontrol", "show", "node", "-d", node, or_none=True)
+    shown = _ask_here("show", "node", "-d", node)
     if shown is None or f"NodeName={node} " not in shown:
         return None
     if "(IDX:" in shown:
@@ -90,10 +88,22 @@ def leaf_switches_from(text: str) -> dict[str, str]:
 
 def leaf_switches() -> dict[str, str]:
     """node -> leaf switch on this cluster; {} without scontrol or a topology plugin."""
-    if not available("scontrol"):
-        return {}
-    shown = slurm("scontrol", "show", "topology", or_none=True)
+    shown = _ask_here("show", "topology")
     return leaf_switches_from(shown) if shown is not None else {}
+
+
+def _ask_here(*args: str) -> str | None:
+    """scontrol's answer; None where it says no, and where this machine is in no cluster (no
+    scontrol, or no slurm.conf to find a controller by): placement then reads stored wirings
+    alone. A configured client whose controller is silent still raises."""
+    if not available("scontrol"):
+        return None
+    try:
+        return slurm("scontrol", *args, or_none=True)
+    except SlurmUnreachable as exc:
+        if exc.unconfigured:
+            return None
+        raise
 
 
 # -- the nodes of a partition, a node list or a feature ------------------------------------------
