@@ -36,13 +36,6 @@ def entry(**changes) -> dict:
     return found
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'wirewise.db'}"
-    return request.getfixturevalue("pg_url")
-
-
 def stored_baselines(url: str) -> int:
     engine = sa.create_engine(url)
     try:

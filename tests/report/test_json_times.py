@@ -14,8 +14,10 @@ target: {executor: local, timeout_s: 120}
 """
 
 
-def test_every_time_in_json_output_carries_its_zone(db_url, tmp_path):
-    """SQLite: a stored wiring's first and last sighting, a campaign's creation."""
+def test_every_time_in_json_output_carries_its_zone(url, tmp_path):
+    """A stored wiring's first and last sighting, a campaign's creation, on both databases
+    (`url`: tests/report/conftest.py)."""
+    db_url = url
     wirewise_json("topo", "save", "--from-file", str(FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads-named.txt"),
                   "--node", "n1", "--db", db_url)
     spec = tmp_path / "spec.yaml"
