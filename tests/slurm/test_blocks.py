@@ -114,3 +114,31 @@ def test_a_segment_slurm_did_not_keep_is_said(multinode, tmp_path):
         assert problems[asked].startswith(f"job {asked} asked --segment=2, but the cluster runs no block topology: its nodes ")
     finally:
         subprocess.run(["scancel", asked, plain], check=False)
+
+
+def test_each_nodes_nvidia_smi_and_nvml_tell_the_same_fabric(multinode, tmp_path):
+    """The fake tools stand in for a GB200-like node's: `nvidia-smi -q` (its Fabric section),
+    the fabric `--query-gpu` CSV and NVML (what `topo save` stores) name the same domain per
+    node, and a degraded health mask planted on wwn3's GPU 2 shows in both."""
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.topology import node_wirings
+
+    faults = multinode.state_dir / "nodes" / "wwn3" / "nvml-faults.json"
+    faults.write_text(json.dumps({"fabric_health": {"2": 1}}))
+    db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    try:
+        save_every_node(multinode, db)
+        queried = {node: multinode.exec(node, "nvidia-smi", "-q").stdout for node in multinode.nodes}
+        csv = multinode.exec("wwn1", "nvidia-smi", "--query-gpu=index,fabric.clusterUuid,fabric.cliqueId,fabric.state,"
+                             "fabric.status", "--format=csv,noheader").stdout.splitlines()
+    finally:
+        faults.unlink()
+    stored = {w.node: w for w in node_wirings(Store(db))}
+    assert stored["wwn1"].domain == stored["wwn2"].domain != stored["wwn3"].domain
+    uuid, clique = stored["wwn1"].domain
+    assert csv == [f"{i}, {uuid}, {clique}, Completed, Success" for i in range(4)]
+    for node, text in queried.items():
+        assert text.count(f"ClusterUUID                       : {stored[node].domain[0]}") == stored[node].gpu_count
+    assert [gpu["fabric"]["health_mask"] for gpu in stored["wwn3"].details["gpus"]] == [0, 0, 1]
+    assert queried["wwn3"].split("GPU 00000000:")[3].count("Bandwidth                     : Degraded") == 1
+    assert "Degraded" not in queried["wwn1"] + queried["wwn2"]
