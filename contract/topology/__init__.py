@@ -33,18 +33,19 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def read_topology(from_file: str | Path | None = None) -> Topology:
-    """A saved `nvidia-smi topo -m` text (a path, or '-' for stdin), or this machine live.
+def read_topology(from_file: str | Path | list[str] | None = None) -> Topology:
+    """One node's saved files (a path, '-' for stdin, or a list of them), or this machine live.
 
-    Raises UserError on bad input, or when there is no GPU or driver to probe."""
-    if from_file is None:
+    The files: `nvidia-smi topo -m`, and/or one saved nvidia-smi query (`-q`, `-q -x`, the fabric
+    CSV; wirewise.topology.smi). Raises UserError on bad input, or when there is no GPU or driver
+    to probe; WiringUnknown when the files name GPUs but nothing proves their wiring."""
+    if from_file is None or from_file == []:
         from wirewise.topology.probe import probe_node
 
         return probe_node()
-    from wirewise.topology.parse import read_source
+    from wirewise.topology.node_files import topology_from_files
 
-    text, name = read_source(from_file)
-    return topology_from_text(text, name)
+    return topology_from_files([from_file] if isinstance(from_file, (str, Path)) else list(from_file))
 
 
 def topology_from_text(text: str, source: str = "input") -> Topology:

@@ -17,6 +17,12 @@ from typing import Any
 
 STATES = {1: "not started", 2: "in progress", 3: "completed"}  # nvmlGpuFabricState_t; 0 = not supported
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+# nvml.h's NVML_GPU_FABRIC_HEALTH_MASK_*: two bits per field at these shifts, 1 = TRUE (the
+# problem is there), 2 = FALSE, 0 = not supported; incorrect configuration is four bits at
+# shift 8, 1 = none, 2..8 a reason. nvidia-smi -q prints the same fields under Fabric > Health.
+HEALTH_BITS = ((0, "bandwidth degraded"), (2, "route recovery in progress"), (4, "route unhealthy"),
+               (6, "access-timeout recovery in progress"))
+INCORRECT_CONFIGURATION_SHIFT = 8
 
 
 def read_fabric(nvml: Any, handle: Any) -> dict[str, Any] | None:
@@ -55,3 +61,41 @@ def domain_of(fabrics: list[dict[str, Any] | None]) -> tuple[str, int] | None:
             return None
         keys.add((info["cluster_uuid"], int(info["clique_id"])))
     return keys.pop() if len(keys) == 1 else None
+
+
+def fabric_problems(info: dict[str, Any] | None) -> list[str]:
+    """What is wrong with one GPU's fabric, in words; [] when nothing is (or it has no fabric:
+    a PCIe card or an HGX board without one is not a fault). The one rule doctor, the health
+    check, fleet status and topo survey use: a state not completed, a status not success, a
+    health mask with a problem set (NVML) or a health field nvidia-smi printed as one (a saved
+    file: `health`, nvidia-smi's words)."""
+    if not info:
+        return []
+    if info.get("state") != "completed":
+        return [f"fabric {info.get('state')}"]
+    problems = []
+    status = info.get("status")
+    if status not in (0, None):
+        problems.append(f"fabric status {status if isinstance(status, str) else f'NVML error {status}'}")
+    mask = int(info.get("health_mask") or 0)
+    problems += [what for shift, what in HEALTH_BITS if (mask >> shift) & 0x3 == 1]
+    if (mask >> INCORRECT_CONFIGURATION_SHIFT) & 0xF >= 2:
+        problems.append(f"incorrect configuration (NVML reason {(mask >> INCORRECT_CONFIGURATION_SHIFT) & 0xF})")
+    problems += _printed_health_problems(info.get("health") or {})
+    return problems
+
+
+def _printed_health_problems(health: dict[str, str]) -> list[str]:
+    """nvidia-smi's Health lines (keys lower case) that name a problem."""
+    problems = []
+    for key, value in health.items():
+        value_l = value.lower()
+        if key == "summary" and value_l not in ("healthy", "n/a", "not supported"):
+            problems.append(f"fabric health {value}")
+        elif key == "bandwidth" and value_l == "degraded":
+            problems.append("bandwidth degraded")
+        elif key == "incorrect configuration" and value_l not in ("none", "n/a", "not supported"):
+            problems.append(f"incorrect configuration ({value})")
+        elif key in ("route recovery in progress", "route unhealthy", "access timeout recovery") and value_l == "true":
+            problems.append(key)
+    return problems

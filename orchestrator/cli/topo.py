@@ -12,10 +12,11 @@ from wirewise.orchestrator.cli.common import (
 app = command_group("GPU wiring: show, save, survey, list, Slurm config.\n\nProbe this node (NVML) or read a saved `nvidia-smi topo -m`, classify the fabric, fingerprint it, store it, and emit gres.conf lines; `survey` probes every node of a partition through Slurm.")
 
 FromFileOption = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--from-file", "-f", metavar="PATH",
-        help="Read saved `nvidia-smi topo -m` output ('-' for stdin) instead of probing this machine.",
+        help="Read one node's saved files instead of probing this machine ('-' for stdin): `nvidia-smi topo -m`, "
+             "and/or `nvidia-smi -q` (text or -q -x XML) or the fabric CSV of --query-gpu; give it twice for both.",
     ),
 ]
 NodeOption = Annotated[str | None, typer.Option("--node", callback=host_name, help="Node name (default: this host's short name; needed with --from-file for slurm).")]
@@ -30,8 +31,13 @@ NVLINK_STYLES = ("green4", "green3", "bold bright_green")
 def show(from_file: FromFileOption = None, json: JsonOption = False) -> None:
     """The pair matrix coloured by link class, the NVLink groups, the fabric class and the fingerprint."""
     from wirewise.topology import read_topology
+    from wirewise.topology.node_files import WiringUnknown
 
-    topo = read_topology(from_file)
+    try:
+        topo = read_topology(from_file)
+    except WiringUnknown as unknown:
+        _show_unwired(unknown, json)
+        return
     notes = topo.details.get("notes") or []
     if json:
         for note in notes:
@@ -46,6 +52,33 @@ def show(from_file: FromFileOption = None, json: JsonOption = False) -> None:
         out.print(line, highlight=False)
     for note in notes:
         out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+
+
+def _show_unwired(unknown, json: bool) -> None:
+    """A node whose files name its GPUs and fabric but prove no wiring: those, and why no matrix."""
+    from wirewise.topology.fabric import fabric_problems
+
+    gpus = [{"name": gpu.get("name"), "uuid": gpu.get("uuid"), "fabric": gpu.get("fabric"),
+             "fabric_problems": fabric_problems(gpu.get("fabric"))} for gpu in unknown.gpus]
+    if json:
+        typer.echo(f"note: {unknown}", err=True)
+        print_json({"gpus": len(gpus), "gpu_names": [g["name"] for g in gpus], "links": None, "wiring": "unknown",
+                    "nvlink_fabric": gpus})
+        return
+    out = console()
+    for k, gpu in enumerate(gpus):
+        out.print(f"GPU{k} {gpu['name'] or '?'}: {_fabric_text(gpu['fabric'])}", markup=False, highlight=False)
+    out.print(f"note: {unknown}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+def _fabric_text(info) -> str:
+    from wirewise.topology.fabric import fabric_problems
+
+    if not info:
+        return "no NVLink fabric"
+    where = f"domain {info.get('cluster_uuid')}/{info.get('clique_id')}"
+    problems = fabric_problems(info)
+    return f"{where}, " + ("; ".join(problems) if problems else "completed, healthy")
 
 
 @app.command()
@@ -166,7 +199,7 @@ def slurm(
         from wirewise.orchestrator.store import Store
         from wirewise.orchestrator.store.topology import node_domains
 
-        if from_file is not None or node is not None:
+        if from_file or node is not None:
             raise UserError("--blocks writes every stored node's block: it takes no --from-file or --node")
         if format_ not in ("conf", "yaml"):
             raise UserError(f"--format {format_!r}: give conf (topology.conf lines) or yaml (topology.yaml)")
@@ -181,7 +214,7 @@ def slurm(
     from wirewise.topology import read_topology
 
     topo = read_topology(from_file)
-    typer.echo(gres_conf(topo, slurm_node(topo, node, from_file is not None)), nl=False)
+    typer.echo(gres_conf(topo, slurm_node(topo, node, bool(from_file))), nl=False)
 
 
 def _matrix_table(topo):
@@ -221,9 +254,26 @@ def _summary(topo) -> list[str]:
         f"[bold]GPUs[/] {topo.gpus} x {', '.join(names)}",
         f"[bold]groups[/] {_groups_text(topo.groups)}",
         f"[bold]fingerprint[/] {topo.fingerprint}",
+        *_domain_lines(topo),
         "[dim]NV# bonded NVLinks (brighter: more)  PIX/PXB one PCIe switch  PHB host bridge  "
         "NODE within a NUMA node  SYS across sockets[/]",
     ]
+
+
+def _domain_lines(topo) -> list[str]:
+    """The node's NVLink domain, and every GPU whose fabric has a problem; nothing where no GPU has a fabric."""
+    from rich.markup import escape
+
+    from wirewise.topology.fabric import domain_of, fabric_problems
+
+    infos = [gpu.get("fabric") for gpu in topo.details.get("gpus") or []]
+    if not any(infos):
+        return []
+    domain = domain_of(infos)
+    lines = [f"[bold]NVLink domain[/] {escape(f'{domain[0]} clique {domain[1]}') if domain else 'none (no one completed multi-node domain)'}"]
+    lines += [f"[yellow]GPU{k} fabric:[/] {escape('; '.join(fabric_problems(info)))}" for k, info in enumerate(infos)
+              if fabric_problems(info)]
+    return lines
 
 
 def _yes_no(value: bool | None) -> str:
