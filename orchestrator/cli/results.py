@@ -33,8 +33,9 @@ def results(
     size: Annotated[str | None, typer.Option("--bytes", metavar="SIZE", help="Message size: 1G, 64M, 4096.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="ddp, zero1, zero2, zero3, fsdp.")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", help="GPU count (ranks, for CPU runs).")] = None,
-    placement: Annotated[str | None, typer.Option("--placement", help="packed (one NVLink group) or spread (across groups).")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="Rank count: GPUs over every node (CPU ranks, for CPU runs).")] = None,
+    placement: Annotated[str | None, typer.Option("--placement", help="The placement asked for: packed, spread, all, explicit, cpu (a campaign's), pair (a pair test).")] = None,
+    geometry: Annotated[str | None, typer.Option("--geometry", help="The placement got: packed (one NVLink group) or spread (across groups).")] = None,
     transport: Annotated[str | None, typer.Option("--transport", help="default or pcie.")] = None,
     source: Source = None,
     status: Annotated[str | None, typer.Option("--status", help="ok, oom, failed, timeout, cancelled.")] = None,
@@ -56,22 +57,25 @@ def results(
         raise UserError("--json and --csv: give one of them (both print every row, as JSON or as CSV)")
     filters = parse_filters(
         fabric=fabric, fingerprint=fingerprint, node=node, workload=workload, op=op, bytes=size, model=model,
-        strategy=strategy, gpus=gpus, placement=placement, transport=transport, source=source, status=status,
+        strategy=strategy, gpus=gpus, placement=placement, geometry=geometry, transport=transport, source=source, status=status,
         since=since, campaigns=campaign, include_cpu=include_cpu,
     )
     fields = parse_group_by(group_by)
     store = Store.existing(db)
-    rows = aggregate(store, resolve(store, filters), fields)
-    if json:
-        print_json(rows)
-    elif csv:
-        _print_csv(rows)
-    else:
-        from wirewise.orchestrator.report.tables import results_tables
+    found = aggregate(store, resolve(store, filters), fields)
+    from wirewise.orchestrator.report.tables import left_out_lines, results_tables
 
-        print_tables(results_tables(rows))
-        if not rows:
-            typer.echo("no results match")
+    notes = left_out_lines(found.left_out())
+    if json or csv:
+        print_json(found.rows) if json else _print_csv(found.rows)
+        for line in notes:  # beside the rows, which a script reads from stdout
+            typer.echo(line, err=True)
+        return
+    print_tables(results_tables(found.rows))
+    if not found.rows:
+        typer.echo("no results match")
+    for line in notes:
+        typer.echo(line)
 
 
 def _print_csv(rows) -> None:
@@ -110,7 +114,7 @@ def compare(
     json: JsonOption = False,
 ) -> None:
     """Two campaigns, nodes, fingerprints or fabrics side by side: the ratio for every case both
-    have, marked when it lies inside the spread of the repeats; cases on one side only listed."""
+    have, judged different or not by a rank-sum test at a 5% false-alarm rate; cases on one side only listed."""
     from wirewise.orchestrator.report.compare import compare as compare_sides
     from wirewise.orchestrator.report.compare import parse_side
     from wirewise.orchestrator.report.query import parse_filters
@@ -126,9 +130,11 @@ def compare(
     if json:
         print_json(result)
         return
-    from wirewise.orchestrator.report.tables import compare_tables
+    from wirewise.orchestrator.report.tables import compare_notes, compare_tables
 
     print_tables(compare_tables(result))
+    for line in compare_notes(result):
+        typer.echo(line)
 
 
 @app.command()
@@ -161,3 +167,7 @@ def report(
         typer.echo(f"{figure['file']}: {figure['title']}")
     typer.echo(f"{written['index']}: {len(written['figures'])} figures from {written['results']} results, "
                f"wiring of {len(written['nodes'])} node(s)")
+    from wirewise.orchestrator.report.tables import left_out_lines
+
+    for line in left_out_lines(written["left_out"]):
+        typer.echo(line)

@@ -2,13 +2,15 @@
 
 A side is a campaign, a node, a fingerprint or a fabric (`campaign:NAME`, `node:NAME`,
 `fingerprint:PREFIX`, `fabric:PREFIX`, or a bare name when only one kind has it). Each side
-is aggregated per case (as ReFrame's --performance-compare does): a collective case is op,
-size, GPUs, placement, transport, in place and source; a training case is model, strategy,
-GPUs, placement, transport and source. For every case both sides have, the medians of the
-main metric (busbw; tokens/s, or samples/s for a model without tokens such as an image
-model) give the ratio A/B and pdiff = (A - B) / B; the difference is
-inside the noise when the two ranges of repeats overlap, and not judged when a side has a
-single run. Cases on one side only are listed, and so are cases with failed runs.
+is grouped by the case (wirewise.case.CASE_FIELDS: every setting that decides the figure, as
+ReFrame's --performance-compare keys on the test and its parameters). For every case both
+sides have, the medians of the main metric (busbw; tokens/s, or samples/s for a model without
+tokens such as an image model) give the ratio A/B and pdiff = (A - B) / B, and the two sets of
+repeats are judged by a rank-sum test at ALPHA (report.stats: a stated false-alarm rate, the
+same for 2 repeats as for 200): `different` when p <= ALPHA, else no difference shown (with the
+smallest p the two sides' run counts allow, when that cannot reach ALPHA). Cases on one side
+only are listed, and so are cases with failed runs; what each side left out (CPU-rank runs
+without --include-cpu) is counted, and a compare with no case in common says so.
 """
 
 from __future__ import annotations
@@ -17,18 +19,15 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
+from wirewise.case import CASE_FIELDS
 from wirewise.errors import UserError
-from wirewise.orchestrator.report.aggregate import aggregate
+from wirewise.orchestrator.report.aggregate import Aggregate, Bucket, case_buckets
 from wirewise.orchestrator.report.query import resolve, unique_prefix
-from wirewise.orchestrator.report.stats import Stats
+from wirewise.orchestrator.report.stats import ALPHA, Stats, rank_sum_p, stats_of
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters, campaign_names, fingerprints_starting, has_results_on
 
 KINDS = ("campaign", "node", "fingerprint", "fabric")
-CASE_FIELDS = {
-    "collective": ("op", "bytes", "gpus", "placement", "transport", "in_place", "source"),
-    "train": ("model", "strategy", "gpus", "placement", "transport", "source"),
-}
 # The metric a case is compared by: the first both sides measured (an image model has no tokens/s).
 MAIN_METRICS = {"collective": ("busbw_gbs",), "train": ("tokens_per_s", "samples_per_s")}
 
@@ -84,24 +83,35 @@ def _match(store: Store, kind: str, value: str) -> str | None:
 
 def compare(store: Store, a: Side, b: Side, base: Filters) -> dict[str, Any]:
     """The comparison as one JSON-ready dict (the same the table shows)."""
-    sides = [_cases(aggregate(store, resolve(store, side.filters(base)), CASE_FIELDS)) for side in (a, b)]
+    sides, left_out = [], []
+    for side in (a, b):
+        cases, cpu = _cases(store, resolve(store, side.filters(base)))
+        sides.append(cases)
+        left_out.append(Aggregate([], cpu).left_out())
     common = [key for key in sides[0] if key in sides[1]]
     return {
         "a": a.label,
         "b": b.label,
+        "alpha": ALPHA,
         "cases": [_case_row(key, sides[0][key], sides[1][key]) for key in sorted(common, key=_key_order)],
         "only_a": [_case_fields(key) for key in sorted(set(sides[0]) - set(sides[1]), key=_key_order)],
         "only_b": [_case_fields(key) for key in sorted(set(sides[1]) - set(sides[0]), key=_key_order)],
+        "left_out_a": left_out[0],
+        "left_out_b": left_out[1],
     }
 
 
-def _cases(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, dict[str, Any]]]:
-    """(workload, case values) -> {status: aggregated row}."""
-    cases: dict[tuple, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for row in rows:
-        workload = row["workload"]
-        cases[(workload, tuple(row[name] for name in CASE_FIELDS[workload]))][row["status"]] = row
-    return cases
+def _cases(store: Store, filters: Filters) -> tuple[dict[tuple, dict[str, Bucket]], int]:
+    """(workload, case values) -> {status: Bucket} of one side, and its CPU-rank results left out."""
+    cases: dict[tuple, dict[str, Bucket]] = defaultdict(dict)
+    cpu = 0
+    for workload in filters.workloads():
+        metrics = MAIN_METRICS[workload]
+        buckets, left = case_buckets(store, filters, workload, CASE_FIELDS[workload], metrics)
+        cpu += left
+        for (values, status), bucket in buckets.items():
+            cases[(workload, values)][status] = bucket
+    return cases, cpu
 
 
 def _case_fields(key: tuple) -> dict[str, Any]:
@@ -114,27 +124,25 @@ def _key_order(key: tuple) -> tuple:
     return (workload, *((v is None, v if isinstance(v, int | float) else str(v)) for v in values))
 
 
-def _case_row(key: tuple, a_rows: dict[str, dict[str, Any]], b_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _case_row(key: tuple, a_runs: dict[str, Bucket], b_runs: dict[str, Bucket]) -> dict[str, Any]:
     metrics = MAIN_METRICS[key[0]]
-    metric = next((m for m in metrics if _side_stats(a_rows, m) and _side_stats(b_rows, m)), metrics[0])
-    a, b = (_side_stats(rows, metric) for rows in (a_rows, b_rows))
-    row = {**_case_fields(key), "metric": metric, "a": _stats_json(a), "b": _stats_json(b)}
-    row["a_not_ok"] = _not_ok(a_rows)
-    row["b_not_ok"] = _not_ok(b_rows)
+    metric = next((m for m in metrics if _values(a_runs, m) and _values(b_runs, m)), metrics[0])
+    a, b = (_values(runs, metric) for runs in (a_runs, b_runs))
+    row = {**_case_fields(key), "metric": metric, "a": _stats_json(stats_of(a)), "b": _stats_json(stats_of(b))}
+    row["a_not_ok"] = _not_ok(a_runs)
+    row["b_not_ok"] = _not_ok(b_runs)
     row.update(_verdict(a, b))
     return row
 
 
-def _side_stats(rows: dict[str, dict[str, Any]], metric: str) -> Stats | None:
-    """The stats of the runs that worked, as the aggregate gave them; None when none did."""
-    ok = rows.get("ok", {})
-    if f"{metric}_median" not in ok:
-        return None
-    return Stats(*(ok[f"{metric}_{name}"] for name in ("median", "min", "max", "count")))
+def _values(runs: dict[str, Bucket], metric: str) -> list[float]:
+    """The metric's values of the runs that worked."""
+    ok = runs.get("ok")
+    return ok.values[metric] if ok else []
 
 
-def _not_ok(rows: dict[str, dict[str, Any]]) -> dict[str, int]:
-    return {status: row["count"] for status, row in rows.items() if status != "ok"}
+def _not_ok(runs: dict[str, Bucket]) -> dict[str, int]:
+    return {status: bucket.count for status, bucket in runs.items() if status != "ok"}
 
 
 def _stats_json(stats: Stats | None) -> dict[str, Any] | None:
@@ -143,11 +151,14 @@ def _stats_json(stats: Stats | None) -> dict[str, Any] | None:
     return {"median": stats.median, "min": stats.min, "max": stats.max, "count": stats.count, "spread": stats.spread}
 
 
-def _verdict(a: Stats | None, b: Stats | None) -> dict[str, Any]:
-    """ratio A/B, pdiff (A - B) / B, and whether the difference is inside the repeats' noise
-    (None: a side has one run, or no successful run, so the noise is unknown)."""
-    if a is None or b is None or not b.median:
-        return {"ratio": None, "pdiff": None, "within_noise": None}
-    ratio = a.median / b.median
-    within = None if min(a.count, b.count) < 2 else a.overlaps(b)
-    return {"ratio": ratio, "pdiff": ratio - 1, "within_noise": within}
+def _verdict(a: list[float], b: list[float]) -> dict[str, Any]:
+    """ratio A/B of the medians, pdiff (A - B) / B, the rank-sum test's p, whether the sides
+    differ at ALPHA, and the smallest p these run counts allow; `different` is None where a side
+    has no successful run, or where that smallest p is above ALPHA (no difference can be shown)."""
+    if not a or not b or not stats_of(b).median:
+        return {"ratio": None, "pdiff": None, "p": None, "different": None, "smallest_p": None}
+    ratio = stats_of(a).median / stats_of(b).median
+    p = rank_sum_p(a, b)
+    smallest = rank_sum_p(range(len(a)), range(len(a), len(a) + len(b)))
+    different = None if smallest > ALPHA else p <= ALPHA  # None: these counts cannot show a difference
+    return {"ratio": ratio, "pdiff": ratio - 1, "p": p, "different": different, "smallest_p": smallest}

@@ -16,7 +16,8 @@ from typing import Any
 from wirewise.atomic import write_text_atomic
 from wirewise.errors import UserError
 from wirewise.orchestrator.report.draw import draw
-from wirewise.orchestrator.report.figures import Figure, Panel, build_figures, figure_cases
+from wirewise.orchestrator.report.aggregate import Aggregate
+from wirewise.orchestrator.report.figures import Figure, FigureCases, Panel, build_figures, figure_cases
 from wirewise.orchestrator.report.query import resolve
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters, result_wirings
@@ -28,10 +29,13 @@ def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
     """Draw every figure the matching results have into `out`, then index.html; returns what
     was written and the series of every figure."""
     filters = resolve(store, filters)
-    cases = figure_cases(store, filters)
+    found = figure_cases(store, filters)
+    cases = found.cases
     results = sum(case["count"] for case in cases)
+    left_out = left_out_of(found)
     if not results:
-        raise UserError("no results match: nothing to report (wirewise results lists what is stored)")
+        why = "; ".join(f"{e['results']} left out: {e['why']} ({e['show']} shows them)" for e in left_out)
+        raise UserError(f"no results match: nothing to report ({why or 'wirewise results lists what is stored'})")
     _check_out(out)
     figures = build_figures(cases)
     imported = sum(case["count"] for case in cases if case["source"] == "nccl-tests")
@@ -40,7 +44,7 @@ def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
     try:
         out.mkdir(parents=True, exist_ok=True)
         drawn = [(figure, draw(figure, out)) for figure in figures]
-        write_text_atomic(index, page(filters, (results, imported), drawn, wirings))
+        write_text_atomic(index, page(filters, (results, imported), drawn, wirings, left_out))
     except OSError as exc:  # full, read-only, or changed under us since _check_out
         where = f" ({exc.filename})" if exc.filename else ""
         raise UserError(f"--out {str(out)!r}: cannot write the report there: {exc.strerror or exc}{where}") from None
@@ -48,9 +52,22 @@ def write_report(store: Store, filters: Filters, out: Path) -> dict[str, Any]:
         "out": str(out),
         "index": str(index),
         "results": results,
+        "left_out": left_out,
         "figures": [{**figure.to_json(), "file": str(path)} for figure, path in drawn],
         "nodes": wirings,
     }
+
+
+def left_out_of(found: FigureCases) -> list[dict[str, Any]]:
+    """The matching results no figure draws, by reason: CPU-rank runs (without --include-cpu),
+    and collective runs that did not end ok (the figures draw successful runs; a training run
+    that failed is drawn as its status, in its strategy's slot)."""
+    left = Aggregate([], found.cpu_left_out).left_out()
+    failed = sum(c["count"] for c in found.cases if c["workload"] == "collective" and c["status"] != "ok")
+    if failed:
+        left.append({"results": failed, "why": "collective runs that did not end ok (the figures draw successful runs)",
+                     "show": "wirewise results --status failed (or oom, timeout, cancelled)"})
+    return left
 
 
 def _check_out(out: Path) -> None:
@@ -98,8 +115,10 @@ th:first-child, td:first-child { text-align: left; }
 """
 
 
-def page(filters: Filters, counts: tuple[int, int], drawn: list[tuple[Figure, Path]], wirings: list[dict[str, Any]]) -> str:
-    """The page of the figures drawn; `counts`: how many results match, how many of them imported."""
+def page(filters: Filters, counts: tuple[int, int], drawn: list[tuple[Figure, Path]], wirings: list[dict[str, Any]],
+         left_out: list[dict[str, Any]] = ()) -> str:
+    """The page of the figures drawn; `counts`: how many results match, how many of them
+    imported; `left_out`: what matched but is not drawn, and why."""
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     asked = ", ".join(f"{k} {v}" for k, v in filters.asked().items()) or "none"
     results, imported = counts
@@ -111,6 +130,8 @@ def page(filters: Filters, counts: tuple[int, int], drawn: list[tuple[Figure, Pa
         '<span class="imported">[nccl-tests]</span> and drawn dashed); filters: '
         f"{_e(asked)}; written {when}. Figures show medians over repeats of successful runs.</p>",
     ]
+    parts += [f"<p>{entry['results']} results left out: {_e(entry['why'])}; {_e(entry['show'])} shows them.</p>"
+              for entry in left_out]
     if not drawn:
         parts.append("<p>The matching results hold nothing these figures draw.</p>")
     for figure, path in drawn:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from wirewise.case import GEOMETRIES, PLACEMENTS
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import (
@@ -22,7 +23,6 @@ from wirewise.orchestrator.store.results import (
 )
 
 
-PLACEMENTS = ("packed", "spread", "all", "explicit", "cpu")  # as campaigns record them, or derived
 TRANSPORTS = ("default", "pcie")
 
 
@@ -33,7 +33,7 @@ def parse_filters(**options: Any) -> Filters:
     from wirewise.units import parse_size
 
     for name, choices in (("workload", WORKLOADS), ("source", SOURCES), ("status", STATUSES),
-                          ("placement", PLACEMENTS), ("transport", TRANSPORTS), ("strategy", None)):
+                          ("placement", PLACEMENTS), ("geometry", GEOMETRIES), ("transport", TRANSPORTS), ("strategy", None)):
         if options.get(name) is not None and options[name] not in (choices or _strategies()):
             raise UserError(f"--{name} {options[name]!r}: choose one of {', '.join(choices or _strategies())}")
     if options.get("op") is not None:

@@ -25,45 +25,86 @@ def _bandwidth(gbs: float) -> str:
     return f"{gbs:.2f}" if gbs >= 1 else f"{gbs:.3g}"
 
 
+SHAPE = ("ranks", "node_count", "ranks_per_node")  # shown as one column: nodes x GPUs per node
+
+
 def results_tables(rows: list[dict[str, Any]]) -> list:
-    """One table per workload; a key field with one value in every row goes into the title."""
+    """One table per workload; a key field with one value in every row goes into the title. A
+    run's ranks, nodes and ranks per node are one column, 'nodes x GPUs per node' (1 x 4, 2 x 2)."""
     from rich.table import Table
 
     tables = []
     for workload in dict.fromkeys(row["workload"] for row in rows):
         mine = [row for row in rows if row["workload"] == workload]
-        keys = [name for name in GROUP_FIELDS if any(name in row for row in mine)]
-        same = [name for name in keys if len({row.get(name) for row in mine}) == 1]
+        keys = _shaped([name for name in GROUP_FIELDS if any(name in row for row in mine)])
+        same = [name for name in keys if len({cell_text(name, _cell(row, name)) for row in mine}) == 1]
         varying = [name for name in keys if name not in same]
         metrics = [m for m in METRICS[workload] if m in _SHOWN]
-        common = ", ".join(f"{name} {cell_text(name, mine[0].get(name))}" for name in same)
-        table = Table(title=f"{workload}: {sum(r['count'] for r in mine)} runs" + (f"; {common}" if common else ""))
+        common = ", ".join(f"{_heading(name)} {cell_text(name, _cell(mine[0], name))}" for name in same)
+        table = Table(title=f"{workload}: {sum(r['count'] for r in mine)} results" + (f"; {common}" if common else ""))
         for name in [*varying, "status", "n"]:
-            table.add_column(name, justify="right" if name in ("bytes", "gpus", "n") else "left")
+            table.add_column(_heading(name), justify="right" if name in ("bytes", "shape", "n") else "left")
         for metric in metrics:
             table.add_column(_SHOWN[metric][0], justify="right")
         for row in mine:
-            cells = [cell_text(name, row.get(name)) for name in varying] + [cell_text("status", row["status"]), str(row["count"])]
+            cells = [cell_text(name, _cell(row, name)) for name in varying] + [cell_text("status", row["status"]), str(row["count"])]
             table.add_row(*cells, *(metric_text(row, m) for m in metrics))
         tables.append(table)
     return tables
+
+
+def _shaped(keys: list[str]) -> list[str]:
+    """The key fields with the rank count, nodes and ranks per node as one 'shape' where all three are keys."""
+    if not all(name in keys for name in SHAPE):
+        return keys
+    at = keys.index("ranks")
+    rest = [name for name in keys if name not in SHAPE]
+    return [*rest[:at], "shape", *rest[at:]]
+
+
+def _cell(row: dict[str, Any], name: str) -> Any:
+    return tuple(row.get(part) for part in SHAPE) if name == "shape" else row.get(name)
+
+
+def _heading(name: str) -> str:
+    return "nodes x GPUs" if name == "shape" else name
+
+
+def left_out_lines(left_out: list[dict[str, Any]], where: str = "") -> list[str]:
+    """One line per reason results were left out: how many, why, how to show them."""
+    return [f"{where}{entry['results']} result(s) left out: {entry['why']}; {entry['show']} shows them" for entry in left_out]
 
 
 def cell_text(name: str, value: Any) -> str:
     """A key field as text: sizes in K/M/G, fingerprints shortened, absent values '-'."""
     from rich.markup import escape
 
+    if name == "shape":
+        return _shape_text(*value)
     if value is None:
-        return "unknown" if name == "gpus" else "-"  # gpus None: an imported log without its rank count
+        return "unknown" if name in SHAPE else "-"  # an imported log without its rank or node count
     if name == "bytes":
         return human_bytes(value)
     if name == "fingerprint":
         return value[:12]
     if name == "in_place":
         return "in" if value else "out"
+    if name == "cuda_graph":
+        return "graph" if value else "eager"
+    if name == "compile":
+        return "compiled" if value else "eager"
     if name == "nodes":  # empty: a record that names none
         return escape(",".join(value)) or "-"
     return escape(str(value))
+
+
+def _shape_text(ranks: int | None, nodes: int | None, per_node: int | None) -> str:
+    """'2 x 4' (nodes x GPUs per node); '8 ranks, nodes unknown' where the nodes went unsaid."""
+    if nodes is not None and per_node is not None:
+        return f"{nodes} x {per_node}"
+    if ranks is None:
+        return "unknown"
+    return f"{ranks} ranks, nodes unknown" if nodes is None else f"{ranks} ranks on {nodes} nodes"
 
 
 def metric_text(row: dict[str, Any], metric: str) -> str:
@@ -88,25 +129,49 @@ def compare_tables(result: dict[str, Any]) -> list:
     tables = []
     for workload, metric in dict.fromkeys((row["workload"], row["metric"]) for row in result["cases"]):
         rows = [row for row in result["cases"] if (row["workload"], row["metric"]) == (workload, metric)]
-        fields = [name for name in GROUP_FIELDS if name in rows[0]]
-        table = Table(title=f"{workload}: {_COMPARED[metric][0]}, A = {a}, B = {b}")
+        fields = _varying(rows)
+        table = Table(title=f"{workload}: {_COMPARED[metric][0]}, A = {a}, B = {b}" + _same_text(rows, fields))
         for name in [*fields, "A", "B", "A/B", "verdict"]:
-            table.add_column(name, justify="left" if name in ("verdict", "op", "model", "strategy", "source") else "right")
+            table.add_column(_heading(name), justify="left" if name in ("verdict", "op", "model", "strategy", "source") else "right")
         for row in rows:
             sides = [_side_text(row[side], row[f"{side}_not_ok"], metric) for side in ("a", "b")]
             ratio = f"{row['ratio']:.3f}" if row["ratio"] is not None else "-"
-            table.add_row(*(cell_text(name, row[name]) for name in fields), *sides, ratio, _verdict_text(row))
+            table.add_row(*(cell_text(name, _cell(row, name)) for name in fields), *sides, ratio,
+                          verdict_text(row, result["alpha"]))
         tables.append(table)
     for side, label in (("only_a", a), ("only_b", b)):
         if result[side]:
-            table = Table(title=f"only in {label}: {len(result[side])} cases")
-            fields = [name for name in GROUP_FIELDS if any(name in row for row in result[side])]
+            fields = _varying(result[side])
+            table = Table(title=f"only in {label}: {len(result[side])} cases" + _same_text(result[side], fields))
             for name in ["workload", *fields]:
-                table.add_column(name)
+                table.add_column(_heading(name))
             for row in result[side]:
-                table.add_row(row["workload"], *(cell_text(name, row.get(name)) for name in fields))
+                table.add_row(row["workload"], *(cell_text(name, _cell(row, name)) for name in fields))
             tables.append(table)
     return tables
+
+
+def compare_notes(result: dict[str, Any]) -> list[str]:
+    """What compare says beside its tables: no case in common, and what each side left out."""
+    notes = []
+    if not result["cases"]:
+        notes.append(f"no case in common: {result['a']} and {result['b']} measured nothing alike "
+                     f"({len(result['only_a'])} case(s) only in A, {len(result['only_b'])} only in B)")
+    for side in ("a", "b"):
+        notes += left_out_lines(result[f"left_out_{side}"], f"{result[side]}: ")
+    return notes
+
+
+def _varying(rows: list[dict[str, Any]]) -> list[str]:
+    """The case fields whose value differs between the rows (the shape as one column)."""
+    keys = _shaped([name for name in GROUP_FIELDS if any(name in row for row in rows)])
+    return [name for name in keys if len({cell_text(name, _cell(row, name)) for row in rows}) > 1]
+
+
+def _same_text(rows: list[dict[str, Any]], varying: list[str]) -> str:
+    keys = _shaped([name for name in GROUP_FIELDS if any(name in row for row in rows)])
+    same = [name for name in keys if name not in varying and _cell(rows[0], name) not in (None, (None, None, None))]
+    return "; " + ", ".join(f"{_heading(name)} {cell_text(name, _cell(rows[0], name))}" for name in same) if same else ""
 
 
 def _side_text(stats: dict[str, Any] | None, not_ok: dict[str, int], metric: str) -> str:
@@ -116,13 +181,17 @@ def _side_text(stats: dict[str, Any] | None, not_ok: dict[str, int], metric: str
     return f"{text} ({failures})" if failures else text
 
 
-def _verdict_text(row: dict[str, Any]) -> str:
+def verdict_text(row: dict[str, Any], alpha: float) -> str:
+    """'+12.0% different (p=0.008)', '+1.0% no difference shown (p=0.41)', or why none can be."""
     if row["ratio"] is None:
         return "no ok runs on a side"
     change = f"{row['pdiff']:+.1%}"
-    if row["within_noise"] is None:
-        return f"{change} (one run: noise unknown)"
-    return f"{change} within noise" if row["within_noise"] else f"{change} beyond noise"
+    if row["different"]:
+        return f"{change} different (p={row['p']:.2g} <= {alpha:g})"
+    if row["different"] is None:
+        runs = f"{row['a']['count']} and {row['b']['count']} runs"
+        return f"{change} not judged: {runs} cannot show a difference at {alpha:g} (repeat both sides)"
+    return f"{change} no difference shown (p={row['p']:.2g} > {alpha:g})"
 
 
 def doctor_table(found: dict[str, Any]):

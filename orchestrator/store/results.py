@@ -1,14 +1,14 @@
 """The results table: storing records, and every query that reads them back.
 
 `Filters` is what a report asks for; `_where` turns it into SQL once for every read, so a
-filter means the same in results, compare, report and doctor. Filters that are columns go
-into SQL (indexed, see db/versions/0004); the placement class, derived from the GPUs and the
-node's wiring where a campaign did not record it, is the report's to check after the query.
+filter means the same in results, compare, report and doctor. Every filter and group field is
+a stored column (the case's fields are derived once, when a record is stored: wirewise.case,
+store/cases.py), indexed where a selective filter needs it (db/versions/0004, 0010).
 
-Runs on CPU ranks (gloo; their records name no GPU, gpu_count 0) measure the host, not the
-fabric their rows are fingerprinted with: they stay out unless `include_cpu` asks for them.
-An imported log that did not say how many GPUs ran has gpu_count NULL: a GPU run whose
-`gpus` is None (unknown), matched by no `--gpus N`.
+Runs on CPU ranks (gloo; the case's device is cpu) measure the host, not the fabric their rows
+are fingerprinted with: they stay out unless `include_cpu` asks for them, and the grouped reads
+count what they left out. An imported log that did not say how many GPUs ran has ranks NULL,
+matched by no `--gpus N`.
 
 A missing metric is None on every read, on both databases: SQLite stores a NaN as NULL, and
 PostgreSQL's NaN is read as NULL (Dialect.number); aggregates gather present values only
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from wirewise.case import ALL_CASE_FIELDS, CASE_FIELDS
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.read import UPPERMOST, Dialect, Params, Reader
 
@@ -55,7 +56,8 @@ class Filters:
     model: str | None = None
     strategy: str | None = None
     gpus: int | None = None
-    placement: str | None = None
+    placement: str | None = None  # asked (a campaign's policy, a pair test's label)
+    geometry: str | None = None  # got (wirewise.case.geometry_of)
     transport: str | None = None
     source: str | None = None
     status: str | None = None
@@ -79,63 +81,47 @@ class Filters:
         return WORKLOADS
 
 
-# -- SQL of the derived fields, written once for filters, rows and groups ---------------------
-# Every read derives a run's GPUs and what ran it here, in SQL, and nowhere else: results'
-# groups and filters, and the rows the report's facts are made of (result_rows).
-# GPUs, or ranks for CPU runs (gpu_count 0); where the GPU count went unsaid (gpu_count NULL),
-# the rank count (one rank per GPU), NULL where that is unsaid too (an imported log without ranks)
-RANKS = "CASE WHEN gpu_count IS NULL THEN world_size ELSE coalesce(nullif(gpu_count, 0), world_size, 0) END"
+# -- SQL of the fields, written once for filters, rows and groups -----------------------------
+# The case's fields are columns, derived once when a record is stored (wirewise.case,
+# store/cases.py): a filter or a group reads them as they are. RANKS and DEVICE name them for
+# the readers that read a run's rank count and what ran it.
+RANKS = "ranks"
+DEVICE = "device"
 GPU_LIST = "CAST(gpus AS VARCHAR)"  # the GPUs as JSON text: PostgreSQL can neither group nor compare json
 NODE_LIST = "CAST(nodes AS VARCHAR)"  # a task's nodes as JSON text, for the same reason
 
+# What results can be grouped by: where and by what it ran, every case field, the placement asked.
+GROUP_FIELDS = tuple(dict.fromkeys(("source", "campaign", "node", "nodes", "fingerprint", "fabric", *ALL_CASE_FIELDS,
+                                    "placement", "task_id")))
+FLAG_FIELDS = frozenset(name for name in GROUP_FIELDS if name in FLAG_COLUMNS)
 
-def _transport(d: Dialect) -> str:
-    return f"coalesce({d.json_text('params', 'transport')}, 'default')"
+
+def _field_sql(name: str) -> str:
+    """A group field (or status) as SQL: its column; a task's nodes as JSON text."""
+    return NODE_LIST if name == "nodes" else name
 
 
 def _recorded_placement(d: Dialect) -> str:
-    """The placement a campaign recorded; NULL where the report derives it."""
+    """The placement a campaign recorded in its params; NULL where none was (facts derive one)."""
     return d.json_text("params", "placement")
 
 
-# What ran it: 'cpu' for CPU ranks (gpu_count 0), else 'gpu', an unknown count (NULL) too (a
-# report's key, not a --group-by field)
-DEVICE = "CASE WHEN gpu_count = 0 THEN 'cpu' ELSE 'gpu' END"
-GROUP_FIELDS = ("source", "campaign", "node", "node_count", "nodes", "fingerprint", "fabric", "op", "dtype", "in_place",
-                "bytes", "model", "strategy", "gpus", "placement", "transport", "task_id")
-
-
-def _field_sql(d: Dialect) -> dict[str, str]:
-    """Each field results can be grouped by, and status (always part of a group), as SQL
-    (placement: where recorded); the others are the columns of their name."""
-    derived = {"gpus": RANKS, "nodes": NODE_LIST, "placement": _recorded_placement(d), "transport": _transport(d)}
-    return {**{name: derived.get(name, name) for name in (*GROUP_FIELDS, "status")}, "device": DEVICE}
-# What a run that did not record its placement is placed by: the node's wiring and its GPUs.
-_UNRECORDED = {"node": "node", "fingerprint": "fingerprint", "gpu_count": "gpu_count", "gpu_list": GPU_LIST}
-
-
 def _where(f: Filters, p: Params) -> list[str]:
-    """The filters as SQL conditions, their values bound through `p` (the derived placement is
-    the report's to check)."""
+    """The filters as SQL conditions on the stored columns, their values bound through `p`;
+    CPU-rank runs are left out unless `f.include_cpu` (`grouped` counts them instead)."""
     d = p.dialect
     equal = {
         "fabric": f.fabric, "fingerprint": f.fingerprint, "node": f.node, "workload": f.workload, "op": f.op,
         "bytes": f.bytes, "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status,
+        "placement": f.placement, "geometry": f.geometry, "transport": f.transport, RANKS: f.gpus,
     }
     found = [f"{column} = {p(value)}" for column, value in equal.items() if value is not None]
-    if f.gpus is not None:
-        found.append(f"{RANKS} = {p(f.gpus)}")
-    if f.placement is not None:  # where a campaign recorded it; derived ones are checked after
-        placement = _recorded_placement(d)
-        found.append(f"({placement} = {p(f.placement)} OR {placement} IS NULL)")
-    if f.transport is not None:
-        found.append(f"{_transport(d)} = {p(f.transport)}")
     if f.since is not None:
         found.append(f"started_at >= {p(d.moment(f.since))}")
     if f.campaigns:
         found.append(f"campaign IN ({p.each(f.campaigns)})")
-    if not f.include_cpu:  # an unknown GPU count (NULL) is still a GPU run
-        found.append("(gpu_count > 0 OR gpu_count IS NULL)")
+    if not f.include_cpu:
+        found.append(f"{DEVICE} = 'gpu'")
     return found
 
 
@@ -145,21 +131,22 @@ def _and(conditions: list[str]) -> str:
 
 # -- one row per result ----------------------------------------------------------------------
 # What a row holds: the columns read, the GPUs as JSON text (gpu_list), their count or the CPU
-# ranks' (gpus: RANKS), what ran it (device: DEVICE) and the placement where recorded. A
+# ranks' (gpus: RANKS), the placement where recorded, and the case (its key and fields). A
 # workload's metric columns are read only when the filters let its rows through: on a wide
 # match, every column read costs (a collective query over 1M rows reads a third less).
 _COMMON = ("id", "workload", "source", "status", "campaign", "node", "fingerprint", "fabric", "gpu_list", "gpu_count",
-           "world_size", "gpus", "device", "started_at", "task_id", "transport", "recorded_placement")
+           "world_size", "gpus", "started_at", "task_id", "recorded_placement", "case_key",
+           *(name for name in CASE_FIELDS["collective"] if name in CASE_FIELDS["train"]))
 _WORKLOAD_COLUMNS = {
-    "collective": ("op", "bytes", "dtype", "in_place", "time_us", "algbw_gbs", "busbw_gbs"),
-    "train": ("model", "strategy", "tokens_per_s", "step_time_s", "samples_per_s", "peak_mem_bytes", "mfu"),
+    workload: (*(name for name in CASE_FIELDS[workload] if name not in _COMMON), *metrics)
+    for workload, metrics in (("collective", ("time_us", "algbw_gbs", "busbw_gbs")),
+                              ("train", ("tokens_per_s", "step_time_s", "samples_per_s", "peak_mem_bytes", "mfu")))
 }
 ROW_FIELDS = _COMMON + tuple(name for columns in _WORKLOAD_COLUMNS.values() for name in columns)
 
 
 def _column_sql(name: str, d: Dialect) -> str:
-    derived = {"gpu_list": GPU_LIST, "gpus": RANKS, "device": DEVICE, "transport": _transport(d),
-               "recorded_placement": _recorded_placement(d)}
+    derived = {"gpu_list": GPU_LIST, "gpus": RANKS, "recorded_placement": "placement"}
     if name in derived:
         return f"{derived[name]} AS {name}"
     if name in NUMBER_COLUMNS:
@@ -188,73 +175,98 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
         values.update(zip(names, row))
         if values["peak_mem_bytes"] is not None:
             values["peak_mem_bytes"] = json.loads(values["peak_mem_bytes"])
-        if values["in_place"] is not None:
-            values["in_place"] = bool(values["in_place"])
+        for name in FLAG_FIELDS:
+            if values.get(name) is not None:
+                values[name] = bool(values[name])
         values["started_at"] = when(values["started_at"])
         found.append(values)
     return sorted(found, key=itemgetter("id"))
 
 
 # -- one row per group -----------------------------------------------------------------------
-def grouped(store: Store, filters: Filters, workload: str, fields: tuple[str, ...], metrics: tuple[str, ...],
-            unrecorded: bool) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Groups:
+    """What `grouped` found: the groups, and how many results the filters matched but left out
+    because CPU ranks ran them (without include_cpu)."""
+
+    groups: list[dict[str, Any]]
+    cpu_left_out: int
+
+
+def grouped(store: Store, filters: Filters, workload: str, fields: tuple[str, ...], metrics: tuple[str, ...]) -> Groups:
     """GROUP BY over the `workload` results that match: per group, its `fields`, "status",
     "count", and each metric's present values (a list of numbers; for peak_mem_bytes, each
-    run's list of per-rank peaks). With `unrecorded`, "placement" is the recorded one and the
-    groups without it split further by what derives it (unrecorded_node, unrecorded_fingerprint,
-    unrecorded_gpu_count, unrecorded_gpu_list; None where recorded).
+    run's list of per-rank peaks).
 
     Sorting the rows into groups is most of a wide query's time (34,000 rows of the benchmark:
     the sort of nine keys doubles the time of the scan), so the sort gets as few keys as can
-    vary: a field the filters fix is no key (its value is the filter's), and the keys that
-    derive the placement are added only in a second query, over the rows that recorded none."""
+    vary: a field the filters fix is no key (its value is the filter's), and where the fields
+    hold the whole case, its one stored key (case_key) stands for all of them. CPU-rank runs
+    are grouped apart by device and counted, not returned, unless include_cpu: the count costs
+    no second scan."""
     constant = _fixed(filters)
-    fields = (*fields, *(("placement",) if unrecorded and "placement" not in fields else ()), "status")
+    fields = (*fields, "status")
     keys = [name for name in fields if name not in constant]
+    count_cpu = not filters.include_cpu and filters.gpus != 0
+    if count_cpu and "device" not in keys:
+        keys.append("device")
     with store.read() as db:
-        found = _grouped(db, filters, workload, keys, metrics, split=False)
-        if unrecorded and any(group["placement"] is None for group in found):
-            found = [group for group in found if group["placement"] is not None]
-            found += _grouped(db, filters, workload, keys, metrics, split=True)
+        found = _grouped(db, replace(filters, include_cpu=True) if count_cpu else filters, workload, keys, metrics)
+    kept, cpu = [], 0
     for group in found:
+        if count_cpu and group["device"] == "cpu":
+            cpu += group["count"]
+        else:
+            kept.append(group)
+    for group in kept:
         group.update({name: value for name, value in constant.items() if name in fields})
-        for name in _UNRECORDED:
-            group.setdefault(f"unrecorded_{name}", None)
-        if group.get("in_place") is not None:
-            group["in_place"] = bool(group["in_place"])
+        if count_cpu and "device" not in fields:
+            del group["device"]
+        for name in FLAG_FIELDS & set(group):
+            if group[name] is not None:
+                group[name] = bool(group[name])
         if "nodes" in group:  # a tuple, so that groups of the same nodes merge (JSON text differs in spacing)
             group["nodes"] = tuple(json.loads(group["nodes"]))
         for metric in metrics:
             group[metric] = _values(metric, group[metric])
-    return found
+    return Groups(kept, cpu)
 
 
 def _fixed(f: Filters) -> dict[str, Any]:
-    """The group fields whose value the filters fix (an equality on the field's own SQL)."""
+    """The group fields whose value the filters fix (an equality on the field's own column)."""
     fixed = {"fabric": f.fabric, "fingerprint": f.fingerprint, "node": f.node, "op": f.op, "bytes": f.bytes,
-             "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status, "gpus": f.gpus,
-             "transport": f.transport, "campaign": f.campaigns[0] if len(f.campaigns) == 1 else None}
+             "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status, "ranks": f.gpus,
+             "placement": f.placement, "geometry": f.geometry, "transport": f.transport,
+             "campaign": f.campaigns[0] if len(f.campaigns) == 1 else None}
     return {name: value for name, value in fixed.items() if value is not None}
 
 
-def _grouped(db: Reader, filters: Filters, workload: str, fields: list[str], metrics: tuple[str, ...], split: bool) -> list[dict]:
-    """One GROUP BY of `fields` (and, with `split`, of what derives the placement, over the rows
-    that recorded none)."""
+def _grouped(db: Reader, filters: Filters, workload: str, fields: list[str], metrics: tuple[str, ...]) -> list[dict]:
+    """One GROUP BY of `fields`; the fields of the whole case by its key."""
     d, p = db.dialect, db.params()
-    field_sql = _field_sql(d)
-    keys = {name: field_sql[name] for name in fields}
+    case = [name for name in CASE_FIELDS[workload] if name in fields]
+    by_key = len(case) == len(CASE_FIELDS[workload])
+    keys = {name: _field_sql(name) for name in fields if not (by_key and name in case)}
+    selected = [f"{sql} AS {name}" for name, sql in keys.items()]
+    if by_key:  # one value per key: any row's
+        selected += [f"{_any_value(name)} AS {name}" for name in case]
+        keys["case_key"] = "case_key"
+    selected += ["count(*) AS count", *(f"{_gathered(metric, d)} AS {metric}" for metric in metrics)]
     conditions = [*_where(filters, p), f"workload = {p(workload)}"]
-    if split:
-        conditions.append(f"{_recorded_placement(d)} IS NULL")
-        keys.update({f"unrecorded_{name}": column for name, column in _UNRECORDED.items()})
-    selected = [f"{sql} AS {name}" for name, sql in keys.items()] + ["count(*) AS count"]
-    selected += [f"{_gathered(metric, d)} AS {metric}" for metric in metrics]
-    # GROUP BY the expressions, not their labels: PostgreSQL reads "gpus" as the column. With
-    # every field fixed there is one group, or none: HAVING drops the row of an empty match.
+    # GROUP BY the expressions, not their labels. With every field fixed there is one group, or
+    # none: HAVING drops the row of an empty match.
     group = f"GROUP BY {', '.join(keys.values())}" if keys else "HAVING count(*) > 0"
     rows = db.rows(f"SELECT {', '.join(selected)} FROM results WHERE {_and(conditions)} {group}", p)
-    names = [*keys, "count", *metrics]
+    names = [*(name for name in keys if name != "case_key"), *(case if by_key else ()), "count", *metrics]
     return [dict(zip(names, row)) for row in rows]
+
+
+def _any_value(name: str) -> str:
+    """The value of a column that is the same on every row of a group (PostgreSQL has no min of
+    a boolean: a flag goes through 1 and 0)."""
+    if name in FLAG_COLUMNS:
+        return f"max(CASE WHEN {name} THEN 1 WHEN NOT {name} THEN 0 END)"
+    return f"min({name})"
 
 
 def _gathered(metric: str, d: Dialect) -> str:

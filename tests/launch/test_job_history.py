@@ -59,7 +59,7 @@ def test_a_gpu_jobs_figures_become_measured_history_with_their_source(tmp_path, 
     stored = wirewise_json("collect", str(result.parent), "--db", db_url)
     assert (stored["files"], stored["new_records"]) == (1, 1)
     listed = wirewise_json("results", "--source", "job", "--db", db_url)
-    assert [(row["source"], row["model"], row["strategy"], row["gpus"]) for row in listed] == [("job", "mistral-7b", "ddp", 2)]
+    assert [(row["source"], row["model"], row["strategy"], row["ranks"]) for row in listed] == [("job", "mistral-7b", "ddp", 2)]
 
     placed = wirewise_json("place", "--gpus", "2", "--free", "0,1,4", "--topology-file", str(named_quads),
                            "--model", "mistral-7b", "--seq-len", "2048", "--db", db_url)

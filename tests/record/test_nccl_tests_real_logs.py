@@ -65,7 +65,7 @@ def test_five_collectives_in_one_file_are_five_runs(db_url):
     expected = {"all_reduce": 481.63, "all_gather": 361.49, "reduce_scatter": 363.38, "all_to_all": 347.83, "sendrecv": 367.20}
     for op, busbw in expected.items():
         row = _out_of_place(rows, op, 17179869184)
-        assert (row["busbw_gbs_median"], row["gpus"], row["count"]) == (busbw, 8, 1), op
+        assert (row["busbw_gbs_median"], row["ranks"], row["count"]) == (busbw, 8, 1), op
     assert _import(FIVE, db_url)["new"] == 0
 
 
@@ -83,9 +83,9 @@ def test_a_failed_run_is_its_own_run_and_lends_the_next_none_of_its_rank_lines(d
     assert "line 18:" in failed["error"] and "remote process exited" in failed["error"]
     sendrecv = [s for s in summary["sections"] if s["op"] == "sendrecv"]
     assert [(s["ranks"], s["sizes"], s["line"], s["node"]) for s in sendrecv] == [(8, 10, 25, "cnode2-001")]
-    assert _out_of_place(_results(db_url, "--op", "sendrecv", "--bytes", "16G"), "sendrecv", 17179869184)["gpus"] == 8
+    assert _out_of_place(_results(db_url, "--op", "sendrecv", "--bytes", "16G"), "sendrecv", 17179869184)["ranks"] == 8
     [record] = _results(db_url, "--status", "failed")
-    assert (record["op"], record["gpus"], record["count"]) == ("all_to_all", 8, 1)
+    assert (record["op"], record["ranks"], record["count"]) == ("all_to_all", 8, 1)
     [stored] = _stored(db_url, status="failed")
     assert stored.busbw_gbs is None and stored.node == "cnode2-001" and stored.node_count == 2
 
@@ -98,7 +98,7 @@ def test_sendrecv_prints_redop_sum_and_is_read_as_sendrecv(db_url):
     assert (run["op"], run["sizes"], run["ranks"], run["hosts"]) == ("sendrecv", 13, 8, ["MOC-R4PCC04U37", "MOC-R4PCC04U35"])
     assert run["env"]["NCCL_ALGO"] == "RING" and run["env"]["NCCL_IB_GID_INDEX"] == "3"
     row = _out_of_place(_results(db_url, "--op", "sendrecv"), "sendrecv", 26843545600)
-    assert (row["busbw_gbs_median"], row["gpus"]) == (5.85, 8)
+    assert (row["busbw_gbs_median"], row["ranks"]) == (5.85, 8)
 
 
 def test_an_excerpt_without_rank_lines_stores_unknown_ranks_until_ranks_is_given(db_url, tmp_path):
@@ -108,7 +108,7 @@ def test_an_excerpt_without_rank_lines_stores_unknown_ranks_until_ranks_is_given
     [run] = summary["sections"]
     assert (run["op"], run["sizes"], run["ranks"], run["ranks_from"]) == ("sendrecv", 4, None, "unknown")
     row = _out_of_place(_results(db_url), "sendrecv", 1073741824)
-    assert (row["gpus"], row["busbw_gbs_median"]) == (None, 195.10)  # unknown: neither 0 GPUs (a CPU run) nor 1
+    assert (row["ranks"], row["busbw_gbs_median"]) == (None, 195.10)  # unknown: neither 0 GPUs (a CPU run) nor 1
     assert _results(db_url, "--gpus", "0") == [] and _results(db_url, "--gpus", "1") == []
     table = wirewise("results", "--db", db_url, check=True).stdout
     assert "unknown" in table
@@ -128,7 +128,7 @@ def test_excerpts_showing_only_the_last_rank_line(db_url):
     ]
     assert [s["hosts"] for s in runs] == [[], ["slurm-gb200-207-171"], ["slurm-gb200-207-171"], ["slurm-gb200-218-073"]]
     rows = _results(db_url, "--op", "all_reduce")
-    largest = {(r["gpus"], r["bytes"]): r["busbw_gbs_median"] for r in rows if r["in_place"] is False}
+    largest = {(r["ranks"], r["bytes"]): r["busbw_gbs_median"] for r in rows if r["in_place"] is False}
     assert largest[(None, 8589934592)] == 386.56 and largest[(72, 8589934592)] == 834.57
     assert largest[(144, 17179869184)] == 810.41 and largest[(1440, 17179869184)] == 405.74
     assert _results(db_url, "--gpus", "1") == []
@@ -212,7 +212,7 @@ def test_time_in_scientific_notation(db_url):
     """Issue 18 item 7. Hand-read: line 47, sendrecv's 16 GiB row: 1.8e+07 us, 0.97 GB/s."""
     _import(SCIENTIFIC, db_url)
     row = _out_of_place(_results(db_url, "--op", "sendrecv"), "sendrecv", 17179869184)
-    assert (row["time_us_median"], row["busbw_gbs_median"], row["gpus"]) == (1.8e7, 0.97, 2)
+    assert (row["time_us_median"], row["busbw_gbs_median"], row["ranks"]) == (1.8e7, 0.97, 2)
 
 
 @pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: p.name)

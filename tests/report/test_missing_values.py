@@ -49,7 +49,7 @@ def test_results_leave_missing_metrics_out(url):
 
 def test_compare_uses_samples_where_no_side_has_tokens(url):
     [case] = wirewise_json("compare", *CAMPAIGNS, "--include-cpu", "--db", url)["cases"]
-    assert (case["model"], case["metric"], case["ratio"], case["within_noise"]) == ("tiny-dinov2", "samples_per_s", 1.0, None)
+    assert (case["model"], case["metric"], case["ratio"], case["different"]) == ("tiny-dinov2", "samples_per_s", 1.0, None)
     assert case["a"]["median"] == case["b"]["median"] > 0
     table = wirewise("compare", *CAMPAIGNS, "--include-cpu", "--db", url, check=True).stdout
     assert "samples/s" in table and "no ok runs on a side" not in table, table

@@ -8,8 +8,9 @@ import pytest
 from tests.conftest import wirewise, wirewise_json
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-NCCL_LINE = "packed 8 GPUs [nccl-tests]"  # in the nvlink-all-to-all panel
-CPU_LINE = "2 CPU ranks"  # in the nvlink-groups panel
+# In the nvlink-all-to-all panel: out of place and in place are lines of their own (one case each).
+NCCL_OUT, NCCL_IN = "out of place packed 1 x 8 GPUs [nccl-tests]", "in place packed 1 x 8 GPUs [nccl-tests]"
+CPU_LINE = "1 x 2 CPU ranks"  # in the nvlink-groups panel
 
 
 def report(url: str, out, *args: str) -> dict:
@@ -28,17 +29,21 @@ def test_gpu_results_alone_make_the_bandwidth_figures(report_db, tmp_path):
     written = report(report_db, tmp_path / "out")
     figures = by_name(written)
     assert set(figures) == {"busbw-by-size-all_reduce", "busbw-by-gpus-all_reduce"}
+    cpu = wirewise_json("results", "--include-cpu", "--group-by", "device", "--db", report_db)
+    [left] = written["left_out"]  # the CPU-rank runs, counted and named with the option that shows them
+    assert (left["results"], left["show"]) == (sum(r["count"] for r in cpu if r["device"] == "cpu"), "--include-cpu")
     [panel] = figures["busbw-by-size-all_reduce"]["panels"]
     assert panel["title"] == "nvlink-all-to-all"
     by_size = series(figures["busbw-by-size-all_reduce"])
-    assert list(by_size) == [NCCL_LINE]
-    line = by_size[NCCL_LINE]
-    assert line["x"] == [2**k for k in range(25, 35)] and line["source"] == "nccl-tests"
-    # 1 GiB: out of place 464.97 469.67 472.02 474.37, in place 465.35 470.05 472.40 474.75
-    assert line["y"][5] == pytest.approx((470.05 + 472.02) / 2)
-    by_gpus = series(figures["busbw-by-gpus-all_reduce"])["nvlink-all-to-all packed [nccl-tests]"]
-    # 16 GiB, the largest size: 477.30 477.45 482.12 482.27 | 484.53 484.68 486.94 487.09
-    assert (by_gpus["x"], by_gpus["y"]) == ([8], [pytest.approx((482.27 + 484.53) / 2)])
+    assert list(by_size) == [NCCL_OUT, NCCL_IN]
+    out_of_place, in_place = by_size[NCCL_OUT], by_size[NCCL_IN]
+    assert out_of_place["x"] == [2**k for k in range(25, 35)] and out_of_place["source"] == "nccl-tests"
+    # 1 GiB: out of place 464.97 469.67 472.02 474.37, in place 465.35 470.05 472.40 474.75: each its own median
+    assert out_of_place["y"][5] == pytest.approx((469.67 + 472.02) / 2)
+    assert in_place["y"][5] == pytest.approx((470.05 + 472.40) / 2)
+    by_gpus = series(figures["busbw-by-gpus-all_reduce"])["nvlink-all-to-all out of place packed 1 node [nccl-tests]"]
+    # 16 GiB, the largest size, out of place: 482.27 x (0.99, 1, 1.005, 1.01) = 477.45 482.27 484.68 487.09
+    assert (by_gpus["x"], by_gpus["y"]) == ([8], [pytest.approx((482.27 + 484.68) / 2)])
     for figure in written["figures"]:
         with open(figure["file"], "rb") as png:
             assert png.read(8) == PNG_MAGIC
@@ -51,14 +56,15 @@ def test_cpu_runs_on_request_with_transport_and_strategy_figures(report_db, tmp_
         f"nvlink-vs-pcie-{op}" for op in ("all_reduce", "all_gather", "reduce_scatter")} | {"strategies-tiny-mistral"}
     by_size = figures["busbw-by-size-all_reduce"]
     assert [panel["title"] for panel in by_size["panels"]] == ["nvlink-all-to-all", "nvlink-groups"]
-    assert (set(series(by_size, 0)), set(series(by_size, 1))) == ({NCCL_LINE}, {CPU_LINE, f"{CPU_LINE} pcie"})
+    assert (set(series(by_size, 0)), set(series(by_size, 1))) == ({NCCL_OUT, NCCL_IN}, {f"default {CPU_LINE}", f"pcie {CPU_LINE}"})
     transports = series(figures["nvlink-vs-pcie-all_gather"])
-    assert set(transports) == {f"NVLink (default) {CPU_LINE}", f"PCIe (forced) {CPU_LINE}"}
+    assert set(transports) == {f"{wire} {form} {CPU_LINE}" for wire in ("NVLink (default)", "PCIe (forced)")
+                               for form in ("out of place", "in place")}
     assert all(s["x"] == [1024, 4096, 16384] and all(y > 0 for y in s["y"]) for s in transports.values())
     dial = figures["strategies-tiny-mistral"]
     [throughput] = dial["panels"][0]["series"]
     [memory] = dial["panels"][1]["series"]
-    assert throughput["label"] == "nvlink-groups 2 CPU ranks" and throughput["x"] == memory["x"] == ["ddp", "fsdp"]
+    assert throughput["label"] == f"nvlink-groups {CPU_LINE}" and throughput["x"] == memory["x"] == ["ddp", "fsdp"]
     assert all(y > 0 for y in throughput["y"] + memory["y"]) and throughput["notes"] == [None, None]
 
 
@@ -75,7 +81,7 @@ def test_the_page_embeds_every_figure_and_the_wiring(report_db, tmp_path):
 def test_imported_results_are_marked_on_the_page(report_db, tmp_path):
     report(report_db, tmp_path / "out", "--source", "nccl-tests")
     page = (tmp_path / "out" / "index.html").read_text()
-    assert '<th class="imported">packed 8 GPUs [nccl-tests]</th>' in page
+    assert f'<th class="imported">{NCCL_OUT}</th>' in page
     assert "20 imported from nccl-tests" not in page and "80 results (80 imported from nccl-tests" in page
 
 

@@ -24,7 +24,9 @@ def results(url: str, *args: str) -> list[dict]:
 def test_a_case_aggregates_its_runs_on_every_node(report_db):
     rows = results(report_db, "--fabric", "nvlink-all", "--op", "all_reduce", "--bytes", "1G")
     [out] = [row for row in rows if row["in_place"] is False]
-    assert (out["source"], out["gpus"], out["placement"], out["status"], out["count"]) == ("nccl-tests", 8, "packed", "ok", 4)
+    assert (out["source"], out["ranks"], out["node_count"], out["ranks_per_node"], out["geometry"], out["status"],
+            out["count"]) == ("nccl-tests", 8, 1, 8, "packed", "ok", 4)
+    assert "placement" not in out  # the placement asked for is no case field (an imported log asked for none)
     assert out["busbw_gbs_median"] == pytest.approx((469.67 + 472.02) / 2)
     assert (out["busbw_gbs_min"], out["busbw_gbs_max"]) == (464.97, 474.37)
     assert out["busbw_gbs_spread"] == pytest.approx((474.37 - 464.97) / 470.845)
@@ -37,7 +39,7 @@ def test_a_case_aggregates_its_runs_on_every_node(report_db):
      {("wirewise", size, 4) for size in (1024, 4096, 16384)}),
     (("--transport", "pcie", "--include-cpu"), {("wirewise", size, 1) for size in (1024, 4096, 16384)}),
     (("--source", "nccl-tests", "--since", "1d"), {("nccl-tests", 2**k, 4) for k in range(25, 35)}),
-    (("--placement", "packed", "--include-cpu", "--gpus", "8"), {("nccl-tests", 2**k, 4) for k in range(25, 35)}),
+    (("--geometry", "packed", "--include-cpu", "--gpus", "8"), {("nccl-tests", 2**k, 4) for k in range(25, 35)}),
     (("--campaign", "camp-a"), set()),  # CPU ranks only: left out unless --include-cpu
     (("--since", "2099-01-01", "--include-cpu"), set()),
 ])
@@ -54,7 +56,7 @@ def test_fingerprint_prefix_and_node(report_db):
 
 def test_training_rows_show_training_metrics(report_db):
     rows = results(report_db, "--workload", "train", "--include-cpu")
-    assert {(row["model"], row["strategy"], row["gpus"], row["count"]) for row in rows} == {
+    assert {(row["model"], row["strategy"], row["ranks"], row["count"]) for row in rows} == {
         ("tiny-mistral", "ddp", 2, 1), ("tiny-mistral", "fsdp", 2, 1)}
     for row in rows:
         assert row["tokens_per_s_median"] > 0 and row["step_time_s_median"] > 0 and row["peak_mem_bytes_median"] > 0
@@ -89,7 +91,7 @@ def test_csv_and_json_hold_the_same_rows(report_db):
 
 def test_the_table_names_each_case(report_db):
     out = wirewise("results", "--source", "nccl-tests", "--bytes", "1G", "--db", report_db, check=True).stdout
-    assert "collective: 8 runs" in out and "nccl-tests" in out and "[464.97-474.37]" in out
+    assert "collective: 8 results" in out and "1 x 8" in out and "nccl-tests" in out and "[464.97-474.37]" in out
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -127,11 +129,11 @@ def test_postgresql_gives_the_same_aggregates(report_db, pg_url, tmp_path):
     """JSON and time columns come back decoded by psycopg but as text from SQLite: one answer."""
     for node, factor in (("h100-a", 1.0), ("h100-b", 0.99)):
         import_log(tmp_path, pg_url, node, factor)
-    query = ("--source", "nccl-tests", "--placement", "packed", "--group-by", "node,bytes,in_place")
+    query = ("--source", "nccl-tests", "--geometry", "packed", "--group-by", "node,bytes,in_place")
     on_pg = results(pg_url, *query)
     assert len(on_pg) == 40  # 2 nodes x 10 sizes x out of place, in place
     assert on_pg == [row for row in results(report_db, *query) if row["node"] in ("h100-a", "h100-b")]
-    # The default case groups by derived fields too (GPUs, transport, placement from the wiring).
+    # The default grouping is the case, by its stored key on both databases.
     one_node = ("--node", "h100-a")
     assert results(pg_url, *one_node) == results(report_db, *one_node) != []
 
@@ -139,12 +141,14 @@ def test_postgresql_gives_the_same_aggregates(report_db, pg_url, tmp_path):
 def test_results_and_the_reports_facts_count_the_gpus_of_an_unknown_gpu_count_alike(tmp_path):
     """A run whose GPU count went unsaid (gpu_count NULL) but whose rank count is known
     (world_size 8: a record file may say so, contract.record allows it; set here in the real
-    database, on the H100 log imported for two nodes). `results` counts it as 8 GPUs (the
-    store's RANKS), and so must the facts that doctor and `baseline export` judge by: both read
-    the one derivation in the store. With facts deriving it apart (gpus None where gpu_count
-    is NULL), h100-b's 1 GiB case was (None GPUs) in the baselines and (8 GPUs) in results.
-    (Its placement is unknown in both: a placement is derived from a known GPU count.)"""
+    database, on the H100 log imported for two nodes, and its case derived again by the
+    store's own refill, as storing such a record does). `results` counts it as 8 ranks (the
+    case's), and so must the facts that doctor and `baseline export` judge by."""
     import sqlite3
+
+    import sqlalchemy as sa
+
+    from wirewise.orchestrator.store.cases import refill_cases
 
     path = tmp_path / "wirewise.db"
     url = f"sqlite:///{path}"
@@ -152,12 +156,16 @@ def test_results_and_the_reports_facts_count_the_gpus_of_an_unknown_gpu_count_al
         import_log(tmp_path, url, node, 1.0)
     with sqlite3.connect(path) as db:
         assert db.execute("UPDATE results SET gpu_count = NULL WHERE node = 'h100-b' AND world_size = 8").rowcount > 0
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        refill_cases(conn)
+    engine.dispose()
     assert {row["node"] for row in results(url, "--gpus", "8", "--group-by", "node")} == {"h100-a", "h100-b"}
-    shown = {(row["gpus"], row["placement"], row["count"]) for row in results(url, "--bytes", "1G") if not row["in_place"]}
-    assert shown == {(8, "packed", 1), (8, None, 1)}
+    shown = {(row["ranks"], row["count"]) for row in results(url, "--bytes", "1G", "--group-by", "node,ranks,in_place")
+             if not row["in_place"]}
+    assert shown == {(8, 1)}
     out = tmp_path / "baselines.json"
     wirewise("baseline", "export", "--out", str(out), "--db", url, check=True)
     baselines = json.loads(out.read_text())["baselines"]
-    judged = {(b["case"]["gpus"], b["case"]["placement"], b["results"]) for b in baselines
-              if b["case"]["bytes"] == 1 << 30 and not b["case"]["in_place"]}
+    judged = {(b["case"]["gpus"], b["results"]) for b in baselines if b["case"]["bytes"] == 1 << 30 and not b["case"]["in_place"]}
     assert judged == shown
