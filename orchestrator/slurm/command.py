@@ -82,13 +82,10 @@ def slurm(command: str, *args: str, timeout: float = TIMEOUT_S, or_none: bool = 
     except subprocess.TimeoutExpired:
         raise SlurmTimeout(f"{' '.join(argv[:2])} did not answer within {timeout:g} s (is slurmctld up?)") from None
     if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["no message"])[0]
-        unreachable = _unreachable(command, proc.stderr, reason)
-        if unreachable:
-            raise unreachable
         if or_none:
             return None
-        raise SlurmError(f"{' '.join(argv[:2])} failed: {reason}", reason)
+        reason = (proc.stderr.strip().splitlines() or ["no message"])[0]
+        raise _unreachable(command, proc.stderr, reason) or SlurmError(f"{' '.join(argv[:2])} failed: {reason}", reason)
     return proc.stdout
 
 
