@@ -17,7 +17,9 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
 
 MAX_INT = 2**63 - 1  # any stored integer: bytes, count, GPU count, ...
 MAX_RANKS = 65_536  # GPUs (or ranks) of one task or one --gpus, over all its nodes
@@ -39,7 +41,7 @@ MAX_SPEC_BYTES = 1 * MIB  # a campaign spec (YAML)
 MAX_TOPOLOGY_BYTES = 1 * MIB  # a saved `nvidia-smi topo -m`
 MAX_CONFIG_BYTES = 16 * MIB  # a transformers config.json
 MAX_RESULT_BYTES = 1 * GIB  # a result.json
-MAX_LOG_BYTES = 1 * GIB  # an nccl-tests log
+MAX_LOG_BYTES = 1 * GIB  # an nccl-tests log (read a line at a time: wirewise.orchestrator.record.log_text)
 MAX_SMALL_FILE_BYTES = 64 * KIB  # outcome.json, local.pid, plan.json's first read
 
 
@@ -66,6 +68,29 @@ def read_bounded(path: str | Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:  # stdin, or a file that grew while read
         raise _too_large(path, max_bytes)
     return data
+
+
+@contextmanager
+def open_bounded(path: str | Path, max_bytes: int) -> Iterator[BinaryIO]:
+    """A regular file of at most `max_bytes`, open for reading a piece at a time (OSError as
+    read_bounded); reading past the bound (a file that grows while read) raises it too."""
+    with _open_regular(path) as fh:
+        _check_size(fh, path, max_bytes)
+        yield _Bounded(fh, path, max_bytes)
+
+
+class _Bounded:
+    """A binary file whose reads stop with OSError past `max_bytes`."""
+
+    def __init__(self, fh, path: str | Path, max_bytes: int):
+        self.fh, self.path, self.max_bytes, self.left = fh, path, max_bytes, max_bytes
+
+    def read(self, size: int) -> bytes:
+        data = self.fh.read(size)
+        self.left -= len(data)
+        if self.left < 0:
+            raise _too_large(self.path, self.max_bytes)
+        return data
 
 
 def check_bounded(path: str | Path, max_bytes: int) -> None:

@@ -8,6 +8,8 @@ matrix, legends of several driver generations or cut short, and preamble lines s
 `$ srun ...` or `NVIDIA Topology:`. The parser therefore reads tokens, not columns:
 a row is its name, then one link label per device of the header, then the affinity
 values. Lines of `nvidia-smi -L` anywhere in the text give the GPU names.
+`nvidia-smi topo -mp` (PCIe paths only: an NVLink machine's GPUs look PCIe-connected) is
+refused, known by its legend.
 
 Two kinds of retyping are read where the reading is unambiguous:
 - a Markdown table (`| GPU0 | GPU1 | ... |`, cells maybe in **bold**, columns in any
@@ -101,6 +103,11 @@ def parse_topo_text(text: str, source: str = "input") -> ParsedText:
             f"{where}: no `nvidia-smi topo -m` matrix found (no header line starting with GPU0); "
             "pass the saved output of `nvidia-smi topo -m`"
         )
+    if _pcie_only_view(lines):
+        raise UserError(
+            f"{where}: this is `nvidia-smi topo -mp`, the PCIe-only view (its legend has no NV# entry): "
+            "it never shows NVLinks, so it is not the node's wiring; save `nvidia-smi topo -m` instead"
+        )
     devices, extra_columns = _split_header(lines[header_at])
     gpu_count = _gpu_count(devices, where)
     rows, extras, nic_legend = _read_body(lines[header_at + 1 :], devices, extra_columns, gpu_count, where)
@@ -124,6 +131,15 @@ def parse_topo_text(text: str, source: str = "input") -> ParsedText:
         nics=[nic_legend.get(name, name) for name in nic_columns],
         nic_links=[[labels.normalize(cell) for cell in rows[i][gpu_count:]] for i in range(gpu_count)],
     )
+
+
+def _pcie_only_view(lines: list[str]) -> bool:
+    """`nvidia-smi topo -mp` prints the matrix of PCIe paths and a legend without the NV# entry
+    that `-m` always prints (on a PCIe-only machine too: tests/fixtures/topo/consumer-5gpu-...):
+    a legend that defines PIX but not NV#, over a matrix without an NV cell, is that view."""
+    legend = [line.split("=", 1)[0].strip() for line in lines if "=" in line]
+    cells = {cell for line in lines for cell in line.split()}
+    return "PIX" in legend and "NV#" not in legend and not any(re.fullmatch(r"NV\d+", cell) for cell in cells)
 
 
 def validate_matrix(links: list[list[str]], where: str) -> None:

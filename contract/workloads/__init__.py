@@ -42,6 +42,15 @@ def transport_env(transport: str, env: dict[str, str]) -> dict[str, str]:
     return {**env, **TRANSPORT_ENV[transport]}
 
 
+def transport_set_by(env: dict[str, str]) -> str:
+    """The transport whose settings `env` holds (NCCL_P2P_DISABLE=1: pcie), else default: how
+    a run that names no transport ran (an imported log's own command line or NCCL INFO lines)."""
+    for name, settings in TRANSPORT_ENV.items():
+        if settings and all(env.get(k) == v for k, v in settings.items()):
+            return name
+    return "default"
+
+
 @dataclass(frozen=True)
 class Ranks:
     """How a task's ranks sit on one node: the physical GPUs (one rank each; [] = CPU ranks),
@@ -71,4 +80,4 @@ def make_task(workload: str, params: dict[str, Any], ranks: Ranks, env: dict[str
         raise first_error(exc, timeout, {"timeout_s": task.get("timeout_s")}) from None
 
 
-__all__ = ["TRANSPORT_ENV", "Ranks", "Transport", "UserError", "make_task", "transport_env"]
+__all__ = ["TRANSPORT_ENV", "Ranks", "Transport", "UserError", "make_task", "transport_env", "transport_set_by"]

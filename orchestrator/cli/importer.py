@@ -15,10 +15,10 @@ def nccl_tests(
     log: Annotated[Path, typer.Argument(help="An nccl-tests *_perf output (stdout saved to a file).", show_default=False)],
     topology_file: Annotated[Path | None, typer.Option("--topology-file", help="`nvidia-smi topo -m` of the node it ran on: gives the rows its fingerprint.")] = None,
     node: Annotated[str | None, typer.Option("--node", callback=host_name, help="Node name to record (default: the first host in the log's Rank lines).")] = None,
-    op: Annotated[str | None, typer.Option("--op", help="The collective, for old logs without a 'Collective test starting' line whose file name does not say.")] = None,
-    transport: Annotated[str, typer.Option("--transport", help="How it ran, as `bench collectives --transport`: default, or pcie (it ran with NCCL_P2P_DISABLE=1). The log does not say.")] = "default",
+    op: Annotated[list[str] | None, typer.Option("--op", metavar="[LINE:]OP", help="The collective of runs the log does not name (no 'Collective test starting' line, no command naming the binary, a file name that does not say); LINE:OP for the run starting at LINE (as the summary numbers runs). Repeatable.")] = None,
+    transport: Annotated[list[str] | None, typer.Option("--transport", metavar="[LINE:]NAME", help="How it ran, as `bench collectives --transport`: default, or pcie (NCCL_P2P_DISABLE=1). Default: what the run's own command line or NCCL INFO lines set, else default. LINE:NAME for the run starting at LINE. Repeatable.")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", metavar="KEY=VALUE", help="A variable it ran with (NCCL_ALGO, NCCL_PROTO, ...); repeat for more. Recorded like a native run's environment.")] = None,
-    ranks: Annotated[int | None, typer.Option("--ranks", metavar="N", help="The rank count, for runs whose log shows no rank lines (an excerpt); checked against those that do.")] = None,
+    ranks: Annotated[list[str] | None, typer.Option("--ranks", metavar="[LINE:]N", help="The rank count, for runs whose log shows no rank lines (an excerpt); checked against those that do. LINE:N for the run starting at LINE. Repeatable.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -47,7 +47,7 @@ def nccl_tests(
 def _section_line(section: dict) -> str:
     """One run of the log: its op and rows, or how it failed; ranks as the log shows them."""
     if section["ranks"] is None:
-        ranks = "ranks unknown (give --ranks N)"
+        ranks = f"ranks unknown (give --ranks {section['line']}:N)"
     else:
         ranks = f"{'' if section['ranks_exact'] else 'at least '}{section['ranks']} ranks"
     hosts = f" on {len(section['hosts'])} host(s)" if section["hosts"] else ""
@@ -56,7 +56,8 @@ def _section_line(section: dict) -> str:
         return f"{head}: FAILED, stored as a failed run: {section['error']}"
     text = (
         f"{head}: {section['rows']} rows, peak busbw {section['peak_busbw_gbs']:g} GB/s at {section['peak_bytes']} B, "
-        f"avg {section['avg_busbw_gbs']} GB/s (as logged); transport {section['transport']}, "
+        f"avg {'not logged' if section['avg_busbw_gbs'] is None else str(section['avg_busbw_gbs']) + ' GB/s (as logged)'}; "
+        f"transport {section['transport']}, "
         f"{'CUDA graph (-G)' if section['cuda_graph'] else 'eager'}"
     )
     if section["zero_size_rows"]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from wirewise.orchestrator.store.results import insert_results, too_long
 
 # A field of a result file this wirewise does not know: most likely written by a newer one.
 NEWER_FIELD = "a field this wirewise does not know (written by a newer wirewise? upgrade it)"
+BATCH = 500  # records per INSERT
 RESULT_FILE_FIX = "give the result.json a wirewise task wrote, or its folder, or result records as JSON lines"
 
 
@@ -22,19 +23,18 @@ def store_records(store: Store, records: Iterable[ResultRecord]) -> int:
     return store_measurement(store, list(records))
 
 
-def store_measurement(store: Store, records: list[ResultRecord], topology=None, node: str | None = None,
-                      other_nodes: list[tuple[Any, str]] = ()) -> int:
+def store_measurement(store: Store, records: list[ResultRecord] | Callable[[], Iterable[ResultRecord]], topology=None,
+                      node: str | None = None, other_nodes: list[tuple[Any, str]] = ()) -> int:
     """Save the wiring the records were measured on (a Topology, when known) under `node`
     (default: the records' node), the wirings of the other nodes of a multi-node task
     ((Topology, name) pairs), and the records, in one transaction: a failure stores neither,
-    so no node is left without its results. Returns how many records were new. A record with
-    a figure that is not a measurement (wirewise.record.record_problem), or with text wider
-    than its column, stores nothing: UserError."""
-    rows = [r.model_dump() for r in records]
-    for index, (record, row) in enumerate(zip(records, rows)):
-        problem = record_problem(record) or too_long(row)
-        if problem:
-            raise UserError(f"records[{index}]: {problem}; none of its records stored")
+    so no node is left without its results. `records` may be a function that makes them
+    (an nccl-tests log's millions of rows): they are then checked and inserted BATCH at a time,
+    never all in memory, and made again if the transaction is retried. Returns how many records
+    were new. A record with a figure that is not a measurement (wirewise.record.record_problem),
+    or with text wider than its column, stores nothing: UserError."""
+    made = records if callable(records) else (lambda: records)
+    first = next(iter(made()), None) if topology is not None and node is None else None
 
     def write(session) -> int:
         from wirewise.orchestrator.store.topology import add_topology
@@ -42,13 +42,25 @@ def store_measurement(store: Store, records: list[ResultRecord], topology=None, 
         if topology is not None:
             from wirewise.topology import node_name
 
-            add_topology(session, topology, node_name(topology, node or (records[0].node if records else None)))
+            add_topology(session, topology, node_name(topology, node or (first.node if first else None)))
         for other, name in other_nodes:
             add_topology(session, other, name)
         from wirewise.orchestrator.store.cases import with_cases
 
-        cased = with_cases(session.connection(), rows)  # after the wirings: the geometry reads them
-        return sum(insert_results(session, cased[i : i + 500]) for i in range(0, len(cased), 500))
+        def insert(batch: list[dict]) -> int:
+            return insert_results(session, with_cases(session.connection(), batch))  # after the wirings: the geometry reads them
+
+        new, batch = 0, []
+        for index, record in enumerate(made()):
+            row = record.model_dump()
+            problem = record_problem(record) or too_long(row)
+            if problem:
+                raise UserError(f"records[{index}]: {problem}; none of its records stored")
+            batch.append(row)
+            if len(batch) == BATCH:
+                new += insert(batch)
+                batch = []
+        return new + insert(batch)
 
     return store.write(write)
 

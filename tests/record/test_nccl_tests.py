@@ -165,8 +165,10 @@ def test_a_graph_run_and_nccl_info_environment_lines_are_read_from_the_log(tmp_p
 
     records = log_records(text, log.name, how=HowItRan("pcie"))
     assert {(r.params["cuda_graph"], r.params["graph"], r.params["transport"]) for r in records} == {(True, 1, "pcie")}
+    # issue 29: the log shows P2P off, so without --transport the run is stored as pcie, never as the default
+    assert {r.params["transport"] for r in log_records(text, log.name)} == {"pcie"}
     with pytest.raises(UserError, match="NCCL_P2P_DISABLE=1 is what --transport pcie sets: give --transport pcie, not default"):
-        log_records(text, log.name)  # the log shows P2P off: it cannot be stored as the default transport
+        log_records(text, log.name, how=HowItRan("default"))  # said so, against the log: refused
     assert {r.params["cuda_graph"] for r in _records(P2P_OFF_LOG)} == {False}
 
 

@@ -103,8 +103,14 @@ def test_sendrecv_prints_redop_sum_and_is_read_as_sendrecv(db_url):
 
 def test_an_excerpt_without_rank_lines_stores_unknown_ranks_until_ranks_is_given(db_url, tmp_path):
     """Issue 18 item 5. Hand-read (li-plus cuda/bw.md): `./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8`
-    names the op, 4 rows and no rank line; 1 GiB at 195.10 GB/s out of place."""
-    summary = _import(SENDRECV_NO_RANKS, db_url)
+    names the op, 4 rows and no rank line; 1 GiB at 195.10 GB/s out of place. Issue 29: that
+    command line is one process on 8 GPUs (-g 8, no launcher): 8 ranks on GPUs 0-7. Without it
+    (the copy below) nothing says the rank count: unknown until --ranks gives it."""
+    [run] = _import(SENDRECV_NO_RANKS, f"sqlite:///{tmp_path / 'command.db'}")["sections"]
+    assert (run["op"], run["sizes"], run["ranks"], run["ranks_from"], run["gpus"]) == ("sendrecv", 4, 8, "command line", list(range(8)))
+    bare = tmp_path / SENDRECV_NO_RANKS.name
+    bare.write_text(SENDRECV_NO_RANKS.read_text().replace("./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8", ""))
+    summary = _import(bare, db_url)
     [run] = summary["sections"]
     assert (run["op"], run["sizes"], run["ranks"], run["ranks_from"]) == ("sendrecv", 4, None, "unknown")
     row = _out_of_place(_results(db_url), "sendrecv", 1073741824)
@@ -113,7 +119,7 @@ def test_an_excerpt_without_rank_lines_stores_unknown_ranks_until_ranks_is_given
     table = wirewise("results", "--db", db_url, check=True).stdout
     assert "unknown" in table
     other_db = f"sqlite:///{tmp_path / 'other.db'}"
-    [given] = _import(SENDRECV_NO_RANKS, other_db, "--ranks", "8")["sections"]
+    [given] = _import(bare, other_db, "--ranks", "8")["sections"]
     assert (given["ranks"], given["ranks_from"]) == (8, "--ranks")
     assert _out_of_place(_results(other_db, "--gpus", "8"), "sendrecv", 1073741824)["busbw_gbs_median"] == 195.10
 

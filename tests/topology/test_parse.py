@@ -151,3 +151,26 @@ def test_a_reading_that_is_not_unambiguous_keeps_its_clear_error() -> None:
     run_into_number = fixture_text(LOST_TABS).replace("PXB\t56-111,168-223", "PXB56-111,168-223", 1)
     with pytest.raises(UserError, match="'PXB56-111,168-223' under NIC11, not a link label"):
         parse_topo_text(run_into_number, "cut.txt")
+
+
+def test_the_pcie_only_view_topo_mp_is_refused_not_stored_as_the_wiring(tmp_path, db_url) -> None:
+    """Issue 29: `nvidia-smi topo -mp` of an NVLink machine shows its GPUs as PCIe-connected
+    (NODE, SYS) and was stored as the node's wiring, fingerprint and all. `-mp` prints the
+    matrix of PCIe paths and a legend without `-m`'s NV# entry (`-m` prints NV# on PCIe-only
+    machines too: the consumer fixture). Here: the H200 SXM fixture as `-mp` shows it (each NV18
+    read as the PCIe path between the two GPUs, the NV# line gone), and the consumer fixture's
+    own `-mp` (its legend less NV#)."""
+    sxm = fixture_text("synthetic-h200-sxm-8gpu-nvswitch.txt")
+    as_mp = "\n".join(line for line in sxm.splitlines() if not line.strip().startswith("NV#"))
+    as_mp = as_mp.replace("NV18", "NODE")
+    consumer = fixture_text("consumer-5gpu-pcie-phb-node-sys-club3090-46.txt")
+    consumer_mp = "\n".join(line for line in consumer.splitlines() if not line.strip().startswith("NV#"))
+    for text in (as_mp, consumer_mp):
+        with pytest.raises(UserError, match=r"nvidia-smi topo -mp`, the PCIe-only view .* save `nvidia-smi topo -m`"):
+            parse_topo_text(text, "mp.txt")
+        path = tmp_path / "mp.txt"
+        path.write_text(text)
+        proc = wirewise("topo", "save", "--from-file", str(path), "--node", "n1", "--db", db_url)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "topo -mp" in proc.stderr, proc.stderr
+    assert not wirewise_json("topo", "list", "--json", "--db", db_url)  # nothing stored
+    parse_topo_text(consumer, "m.txt")  # the same machine's `-m` still reads
