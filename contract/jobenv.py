@@ -233,6 +233,22 @@ def _span(part: str) -> int:
     return max(0, int(high or low) - int(low) + 1)
 
 
+def visible_indices(env: Mapping[str, str], count: int) -> list[int] | None:
+    """The GPU indices devices 0..count-1 are under the CUDA_VISIBLE_DEVICES of `env` (a command
+    line's, as a log shows it): entry k for device k, 0..count-1 where it is unset; None where
+    it lists fewer, or names GPUs by UUID or MIG name, or by an index past any node's."""
+    from wirewise.limits import MAX_GPU_INDEX
+
+    if count > MAX_GPU_INDEX + 1:
+        return None
+    if "CUDA_VISIBLE_DEVICES" not in env:
+        return list(range(count))
+    entries = _visible(env["CUDA_VISIBLE_DEVICES"])[:count]
+    if len(entries) < count or not all(e.isdigit() and len(e) <= 5 and int(e) <= MAX_GPU_INDEX for e in entries):
+        return None
+    return [int(e) for e in entries]
+
+
 def _visible(text: str) -> list[str]:
     """CUDA_VISIBLE_DEVICES' entries up to the first CUDA takes for no GPU (it hides the rest)."""
     found = []

@@ -107,6 +107,7 @@ from typing import TYPE_CHECKING, Any
 
 from wirewise.case import REDUCING_OPS
 from wirewise.errors import UserError
+from wirewise.jobenv import visible_indices
 from wirewise.limits import MAX_LOG_BYTES
 from wirewise.orchestrator.record.log_text import MAX_LINE_CHARS
 from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord, figure_problem
@@ -161,12 +162,12 @@ _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _CONCLUDED = re.compile(r"^#\s*Collective test concluded")
 _SETTINGS = re.compile(r"^#?\s*nThread\s+\d+\s+nGpus\s+\d+")
 _DEVICE = re.compile(
-    r"^#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(?P<pid>\d+)\s+)?on\s+(?P<host>\S+)\s+"
-    r"device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\](?:\s+(?P<name>.+?))?\s*$"
+    r"^#?\s*Rank\s+(?P<rank>\d{1,9})\s+(?:Group\s+\d+\s+)?(?:Pid\s+(?P<pid>\d{1,18})\s+)?on\s+(?P<host>\S+)\s+"
+    r"device\s+(?P<device>\d{1,9})\s+\[(?P<bus>[^\]]*)\](?:\s+(?P<name>.+?))?\s*$"
 )
 _HEADER = re.compile(r"^#?\s*size\s+count\s+type\b")
 _AVERAGE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
-_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
+_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d{1,18})\s+(OK|FAILED)")
 # The host is at most 255 characters (a DNS name's bound): unbounded, the search backtracked
 # over every start of a long line without spaces, quadratic in its length (a 100 KB line: minutes).
 _FAILURE = re.compile(r"(?:(?P<host>[^\s:]{1,255}):\s+)?Test (?:NCCL |CUDA )?failure (?P<where>\S+) '(?P<why>[^']*)")
@@ -188,7 +189,8 @@ _BOILERPLATE = ("size", "(B)", "out-of-place", "Using", "Collective", "Out", "Ra
 # Launchers whose command lines start several processes (`mpirun -np 16 ... all_reduce_perf -g 1`).
 LAUNCHERS = set("mpirun mpiexec mpiexec.hydra orterun srun jsrun aprun prun flux torchrun horovodrun".split())
 _PROMPT = re.compile(r"^(?:\(\S+\)\s*)?(?:\[[^\]]*\]|[\w.@:~/-]*)?[$%#]\s")  # `$ egrep ...`, `user@host:~$ ...`
-MAX_COMMAND_CHARS = 64 * 1024  # a command continued with `\` over many lines
+MAX_COMMAND_CHARS = 64 * 1024
+MAX_DIGITS = 30  # digits of any integer read (a size past 2^63 is 19): longer is no log's, and int() refuses 4,300  # a command continued with `\` over many lines
 MOST_RANKS = 10**7  # --ranks bound: far beyond any machine, small enough to stay an integer everywhere
 
 
@@ -308,7 +310,7 @@ class PerRun:
                 if per_run.every is not None and per_run.every != converted:
                     raise UserError(f"{option} given twice for every run ({per_run.every}, {converted}): name a run, {option} LINE:VALUE")
                 per_run.every = converted
-            elif line.strip().isdigit() and int(line) >= 1:
+            elif line.strip().isdigit() and len(line.strip()) <= MAX_DIGITS and int(line) >= 1:
                 per_run.by_line[int(line)] = converted
             else:
                 raise UserError(f"{option} {text!r}: LINE:VALUE names the run starting at line LINE, e.g. {option} 40:{value.strip()}")
@@ -329,7 +331,7 @@ def _op_option(text: str) -> str | None:
 
 
 def _ranks_option(text: str) -> int | None:
-    return int(text) if text.isdigit() and 1 <= int(text) <= MOST_RANKS else None
+    return int(text) if text.isdigit() and len(text) <= MAX_DIGITS and 1 <= int(text) <= MOST_RANKS else None
 
 
 MAX_SKIPPED_SHOWN = 20  # skipped rows named per run; the rest are counted
@@ -438,12 +440,14 @@ class Section:
         rows of two runs taking turns."""
         if len({row.size for row in self.rows}) < 2:
             return  # one size (-b = -e), maybe repeated by -N: nothing to judge by
-        for index in range(1, len(self.rows)):
-            before, row = self.rows[index - 1], self.rows[index]
-            if (before.size, before.type) == (row.size, row.type):
-                self.interleaved = self.interleaved or (
-                    f"size {row.size} printed twice in a row, lines {self.row_lines[index - 1]} and {self.row_lines[index]}")
-                return
+        twice = [index for index in range(1, len(self.rows)) if self.rows[index].size
+                 and (self.rows[index - 1].size, self.rows[index - 1].type) == (self.rows[index].size, self.rows[index].type)]
+        # the chunked ops round small sizes down to a multiple of ranks x element: 0, 0, 0 or
+        # 32, 32 once are one run's; two runs taking turns repeat every size
+        if len(twice) >= 2 and 3 * len(twice) >= sum(1 for row in self.rows if row.size):
+            first = twice[0]
+            self.interleaved = self.interleaved or (
+                f"{len(twice)} sizes printed twice in a row, the first at lines {self.row_lines[first - 1]} and {self.row_lines[first]}")
 
     @property
     def old_error_column(self) -> bool:
@@ -657,8 +661,10 @@ def _clean(text: str) -> str:
 
 
 def _looks_like_row(tokens: list[str]) -> bool:
-    """A line that starts like a result row (size, count, type): whole or not, it is one."""
-    return len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit() and (len(tokens) == 2 or not _is_number(tokens[2]))
+    """A line that starts like a result row (size, count, type): whole or not, it is one.
+    Integers of more than MAX_DIGITS digits are no row's (and past Python's int() limit)."""
+    return (len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit() and len(tokens[0]) <= MAX_DIGITS
+            and len(tokens[1]) <= MAX_DIGITS and (len(tokens) == 2 or not _is_number(tokens[2])))
 
 
 def _is_continuation(tokens: list[str]) -> bool:
@@ -697,11 +703,11 @@ def _command(line: str) -> Command | None:
     per_process = _option_int(after, ("-g", "--ngpus"), 1) * _option_int(after, ("-t", "--nthreads"), 1)
     if any(w.rsplit("/", 1)[-1] in LAUNCHERS for w in before):
         processes = _option_int(before, ("-np", "-n", "--np", "--ntasks"), None)
-        return Command(f"{name}_perf", env, processes * per_process if processes else None, None)
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    listed = [v.strip() for v in visible.split(",")] if visible is not None else [str(i) for i in range(per_process)]
-    whole = all(v.isdigit() for v in listed) and len(listed) >= per_process  # not GPU UUIDs or MIG names
-    return Command(f"{name}_perf", env, per_process, [int(v) for v in listed[:per_process]] if whole else None)
+        ranks = processes * per_process if processes else None
+        return Command(f"{name}_perf", env, ranks if ranks and ranks <= MOST_RANKS else None, None)
+    if per_process > MOST_RANKS:
+        return Command(f"{name}_perf", env, None, None)
+    return Command(f"{name}_perf", env, per_process, visible_indices(env, per_process))
 
 
 def _option_int(words: list[str], names: tuple[str, ...], default: int | None) -> int | None:
@@ -713,7 +719,7 @@ def _option_int(words: list[str], names: tuple[str, ...], default: int | None) -
                 value = words[index + 1]
             elif word.startswith(name + "=") or (len(name) == 2 and word.startswith(name) and word[2:].isdigit()):
                 value = word[len(name) :].lstrip("=")
-            if value is not None and value.isdigit() and 0 < int(value) <= MOST_RANKS:
+            if value is not None and value.isdigit() and len(value) <= MAX_DIGITS and 0 < int(value) <= MOST_RANKS:
                 return int(value)
     return default
 
@@ -736,7 +742,7 @@ def _float_or_none(text: str) -> float | None:
 def _settings(line: str) -> dict[str, int]:
     found = {}
     for key, pattern in _SETTING_FIELDS.items():
-        if match := re.search(pattern, line):
+        if (match := re.search(pattern, line)) and len(match.group(1)) <= MAX_DIGITS:
             found[key] = int(match.group(1))
     return found
 
@@ -801,7 +807,7 @@ def _timing(fields: list[str], old_error_column: bool) -> Timing:
 
 
 def _is_int(text: str) -> bool:
-    return text.lstrip("-").isdigit()
+    return text.lstrip("-").isdigit() and len(text) <= MAX_DIGITS
 
 
 # -- which op -----------------------------------------------------------------
@@ -1190,13 +1196,10 @@ def _gpus(section: Section, node: str | None) -> list[int]:
     CUDA_VISIBLE_DEVICES of its command line where it set one (device 0 of `CUDA_VISIBLE_DEVICES=2,3`
     is GPU 2); without rank lines, those of a single-process command (`-g 2`)."""
     command = section.command
-    visible = (command.env.get("CUDA_VISIBLE_DEVICES") if command else None) or ""
-    mapping = [int(v) for v in visible.split(",")] if visible and all(v.strip().isdigit() for v in visible.split(",")) else None
     on_node = sorted({d.device for d in section.devices if d.host == node})
     if section.devices:
-        if mapping and all(d < len(mapping) for d in on_node):
-            return sorted(mapping[d] for d in on_node)
-        return on_node
+        mapping = visible_indices(command.env, on_node[-1] + 1) if command and on_node else None
+        return sorted(mapping[d] for d in on_node) if mapping else on_node
     return sorted(command.gpus) if command and command.gpus is not None and _command_ranks(section) else []
 
 

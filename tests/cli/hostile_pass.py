@@ -761,7 +761,8 @@ def cases() -> list[Case]:
 
     # ---- import nccl-tests
     S = "import nccl-tests"
-    imp = lambda path, *extra, expect=R, **kw: expect(S, "import", "nccl-tests", path, *extra, "--json", timeout=60, **kw)
+    imp = lambda path, *extra, expect=R, **kw: expect(S, "import", "nccl-tests", path, *extra, "--json",
+                                                      **{"timeout": 60, **kw})
     imp("{nccl}", expect=A)
     imp("{nccl}", "--node", "hx", "--ranks", "8", "--env", "NCCL_ALGO=Ring", expect=A)
     imp("@huge", expect=A, note="a size of 400 nines: that row skipped with a warning",
@@ -777,6 +778,63 @@ def cases() -> list[Case]:
                        ("--transport", "pigeon"), ("--env", "NOEQUALS"), ("--env", "A=b\nc"), ("--env", "=x"),
                        ("--node", "a\nb"), ("--topology-file", "/dev/zero"), ("--node", "")]:
         imp("{nccl}", opt, value)
+
+    # ---- import nccl-tests: logs as people have them (issue 29): encodings, several runs, options per run
+    S = "import logs"
+    log = NCCL_LOG.read_text()
+    rccl = (FIXTURES / "nccl-tests" / "hisohara-rccl-tests-mi300x-mi355x-no-gpu-names-headed-excerpts-readme.md").read_text()
+    per_run = (FIXTURES / "nccl-tests" / "eugenesiow-a40-a100-h100-per-run-env-p2p-disabled-readme.md").read_text()
+    other = re.sub(r"Pid\s+(\d+)", lambda m: f"Pid {int(m.group(1)) + 7}", log.replace(" on ", " on other-"))
+    lines, others = log.splitlines(), other.splitlines()
+    rows = [i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0].isdigit()]
+    command = "CUDA_VISIBLE_DEVICES={} ./build/all_reduce_perf -b 1G -e 8G -f 2 -g {}\n"
+    body = log[log.index("#       size"):]
+    logs_ok = {
+        "bom.log": b"\xef\xbb\xbf" + log.encode(), "ps.log": log.replace("\n", "\r\n").encode("utf-16"),
+        "be.log": log.encode("utf-16-be"), "u32.log": log.encode("utf-32"), "cr.log": log.replace("\n", "\r"),
+        "latin1.log": log.encode().replace(b"cnode3-002", "n\xf6de".encode("latin-1")),
+        "nul.log": log.replace("# Using devices", "# Using\x00 devices\x00\x00"),
+        "long-line.log": log.replace("# Using devices", "y" * (3 * 1024**2) + "\n# Using devices", 1),
+        "no-newline.log": "z" * (3 * 1024**2) + "\n" + log, "boms-inside.log": log + "\ufeff" + log,
+        "twice.log": log + log, "rccl.md": rccl, "per-run.md": per_run,
+        "noise.log": log.replace("#       size", "h:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n" * 60000
+                                 + "#       size", 1),
+        "tagged.log": "".join(f"[1,0]<stdout>:{line}\n" for line in rccl.splitlines()[119:186]).replace(
+            "-1    90115", "-1\n[1,0]<stdout>:    90115"),
+        "uuid.log": command.format("GPU-5ec1ab7e,GPU-9a0bd61c", 2) + body,
+        "bigindex.log": command.format("99999999999999999999999,1", 2) + body,
+        "huge-g.log": "./build/all_reduce_perf -g 99999999999999999999 -t 99999\n" + body,
+        "many-g.log": "./build/all_reduce_perf -g 9999999 -t 1\n" + body,
+        "digits.log": log.replace("nThread 1", "nThread " + "9" * 5000).replace("Rank  0", "Rank " + "9" * 5000),
+        "excerpts.log": "\n".join(lines[rows[0]: rows[4]]) + "\n\n" + "\n".join(lines[rows[0]: rows[3]]) + "\n",
+    }
+    for name, content in logs_ok.items():
+        imp(f"@{name}", expect=A, files={name: content}, note=name, timeout=120)
+    imp("@per-run.md", "--transport", "254:pcie", "--ranks", "241:4", "--ranks", "254:4", expect=A,
+        files={"per-run.md": per_run}, note="per run")
+    logs_bad = {
+        "interleaved.log": "\n".join(x for pair in zip(lines, others) for x in pair),
+        "blocks.log": "\n".join(lines[:rows[0]] + others[:rows[0]] + [x for i in rows for x in (lines[i], others[i])]),
+        "bom-only.log": b"\xef\xbb\xbf", "utf16-garbage.log": b"\xff\xfe" + bytes(range(256)) * 40,
+        "utf16-odd.log": b"\xff\xfe" + "no rows here\n".encode("utf-16-le") + b"\x00",
+        "only-commands.log": command.format("0,1", 2) * 100,
+    }
+    for name, content in logs_bad.items():
+        imp(f"@{name}", files={name: content}, note=name)
+    for opt, value in [("--op", "99999:all_reduce"), ("--op", "0:all_reduce"), ("--op", ":all_reduce"), ("--op", "x:all_reduce"),
+                       ("--op", "1:bogus"), ("--op", "9" * 5000 + ":all_reduce"), ("--ranks", "1:0"),
+                       ("--ranks", "1:99999999999999999999"), ("--ranks", "1:" + "9" * 5000), ("--transport", "1:pigeon"),
+                       ("--transport", "1:"), ("--op", "1:all_gather")]:
+        imp("{nccl}", opt, value, note=f"{opt} {value[:20]}")
+    imp("{nccl}", "--op", "all_reduce", "--op", "all_gather", note="two ops for every run")
+    imp("@per-run.md", "--transport", "default", files={"per-run.md": per_run}, note="default against P2P off")
+    imp("@per-run.md", "--transport", "129:default", files={"per-run.md": per_run}, note="default against P2P off")
+    imp("@per-run.md", "--env", "NCCL_P2P_DISABLE=0", files={"per-run.md": per_run}, note="--env against the log")
+    sxm = (FIXTURES / "topo" / "synthetic-h200-sxm-8gpu-nvswitch.txt").read_text()
+    mp = "\n".join(line for line in sxm.splitlines() if not line.strip().startswith("NV#")).replace("NV18", "NODE")
+    imp("{nccl}", "--topology-file", "@mp.txt", files={"mp.txt": mp}, note="topo -mp")
+    R(S, "topo", "save", "--from-file", "@mp.txt", "--node", "hx", files={"mp.txt": mp}, note="topo -mp")
+    R(S, "topo", "show", "--from-file", "@mp.txt", files={"mp.txt": mp}, note="topo -mp")
 
     # ---- topo show / save --from-file
     S = "topo"

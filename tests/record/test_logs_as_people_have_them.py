@@ -125,6 +125,7 @@ def test_rccl_tests_runs_rank_lines_without_gpu_names_and_headed_excerpts(db_url
     assert len({row.task_id for (line, _), row in sixteen.items() if line in (250, 254, 258, 262)}) == 4
     stored = _stored(db_url, source="nccl-tests")
     assert {(row.extra["backend"], row.extra["device"]) for row in stored} == {("nccl", "cuda")}  # docs/contracts.md
+    assert {(row.dtype, row.params["transport"]) for row in stored} == {("float32", "default")}
     assert not any("gpu_names" in row.extra for row in stored if row.extra["log_line"] == 347)
     assert {row.gpu_count for row in stored if row.extra["log_line"] == 347} == {16}
 
@@ -160,6 +161,7 @@ def test_the_environment_on_a_runs_own_command_line(db_url):
            for row in _stored(db_url, bytes=8589934592, in_place=False)}
     assert big[(109, "default")] == 47.49 and big[(129, "pcie")] == 1.35 and big[(197, "default")] == 234.72
     assert {tuple(row.gpus) for row in _stored(db_url) if row.extra["log_line"] == 129} == {(0, 1, 6, 7)}
+    assert {(row.op, row.dtype) for row in _stored(db_url)} == {("all_reduce", "float32")}
 
 
 def test_options_name_the_run_they_set_and_the_tools_hint_works_end_to_end(tmp_path, db_url):
