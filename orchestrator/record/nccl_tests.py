@@ -3,10 +3,11 @@ records, as people keep them: every format since 2.0, several runs in one file, 
 terminal or a README, saved in any encoding (log_text: a byte-order mark, UTF-16, Latin-1).
 
 Streaming. The log is read a line at a time (log_text.LogText) and each run keeps its rows
-(compact: slotted, names shared), never the text; records are made from the rows while they
+in two arrays (RowTable, ~130 bytes a row) and its own lines' facts (hosts, GPU names, headers
+and settings shared between runs), never the text; records are made from the rows while they
 are stored, a batch at a time (wirewise.orchestrator.record.ingest.store_measurement): memory
-is a constant plus the rows kept, whatever the log's size (issue 29: a 20 MB log held 1.3 GB
-read whole; tests/benchmarks/bench_import_nccl_tests.py measures 200 MB).
+is a constant plus the rows and runs kept, whatever the log's size (issue 29: a 20 MB log held
+1.3 GB read whole; tests/benchmarks/bench_import_nccl_tests.py measures 200 MB).
 
 What a run prints (src/common.cu), old format or new:
 - optional `# nccl-tests version X nccl-headers=C nccl-library=C` and
@@ -95,11 +96,14 @@ the log inside a longer file give the same ids.
 from __future__ import annotations
 
 import hashlib
+import math
 from array import array
 import json
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Iterable, Iterator
@@ -220,6 +224,52 @@ class Row:
         return (self.size, self.count, self.type, self.redop, self.root, *timings)
 
 
+NONE_INT = -(2**63)  # RowTable's None of an integer column (#wrong N/A)
+
+
+class RowTable:
+    """A run's rows, column by column in two arrays, ~130 bytes a row and no object per row (a
+    200 MB log holds ~800,000 rows); each Row is made again as it is read. Used as a list."""
+
+    __slots__ = ("ints", "floats", "names")
+    INTS, FLOATS = 7, 8  # size, count, root, type, redop, wrong x2; time, algbw, busbw, error x2
+
+    def __init__(self):
+        self.ints, self.floats, self.names = array("q"), array("d"), []
+
+    def append(self, row: Row) -> None:
+        ints, floats = [row.size, row.count, row.root, self._name(row.type), self._name(row.redop)], []
+        for timing in (row.out_of_place, row.in_place):
+            ints.append(NONE_INT if timing is None or timing.wrong is None else timing.wrong)
+            floats += [math.nan] * 4 if timing is None else [
+                timing.time_us, timing.algbw_gbs, timing.busbw_gbs, math.nan if timing.error is None else timing.error]
+        if row.in_place is None:
+            floats[4] = math.inf  # marks "no in-place timing" (a time is never infinite: _unmeasured)
+        self.ints.extend(ints)
+        self.floats.extend(floats)
+
+    def _name(self, name: str) -> int:
+        if name not in self.names:
+            self.names.append(name)
+        return self.names.index(name)
+
+    def __len__(self) -> int:
+        return len(self.ints) // self.INTS
+
+    def __getitem__(self, index: int) -> Row:
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        i, f = self.ints[index * self.INTS : (index + 1) * self.INTS], self.floats[index * self.FLOATS : (index + 1) * self.FLOATS]
+        timings = [Timing(f[k], f[k + 1], f[k + 2], None if i[5 + n] == NONE_INT else i[5 + n],
+                          None if math.isnan(f[k + 3]) else f[k + 3]) for n, k in enumerate((0, 4))]
+        return Row(i[0], i[1], self.names[i[3]], self.names[i[4]], i[2], timings[0], None if f[4] == math.inf else timings[1])
+
+    def __iter__(self) -> Iterator[Row]:
+        return (self[index] for index in range(len(self)))
+
+
 @dataclass(slots=True)
 class Device:
     rank: int
@@ -337,7 +387,7 @@ def _ranks_option(text: str) -> int | None:
 MAX_SKIPPED_SHOWN = 20  # skipped rows named per run; the rest are counted
 
 
-@dataclass
+@dataclass(slots=True)
 class Section:
     """One `*_perf` run inside the log."""
 
@@ -351,7 +401,7 @@ class Section:
     settings: dict[str, int] = field(default_factory=dict)
     devices: list[Device] = field(default_factory=list)
     header: list[str] | None = None  # column names
-    rows: list[Row] = field(default_factory=list)
+    rows: RowTable = field(default_factory=RowTable)
     row_lines: array = field(default_factory=lambda: array("L"))  # the line of each row
     average_busbw: float | None = None
     bounds: tuple[int, bool] | None = None  # Out of bounds values: (count, ok)
@@ -545,20 +595,20 @@ class _Reader:
             section.test = match.group(1)
         elif _SETTINGS.match(line):
             section = self.start(number) if section.has_body or section.settings else section
-            section.settings = _settings(line)
+            section.settings = _shared_dict(_settings(line))
         elif _CONCLUDED.match(line):
             section.concluded = True
         elif match := _DEVICE.match(line):
             if section.has_rows or section.closed or section.header:
                 section = self.start(number)
-            section.add_device(Device(int(match["rank"]), int(match["pid"]) if match["pid"] else None, _clean(match["host"]),
-                                      int(match["device"]), _clean(match["bus"]), _clean(match["name"] or "")))
+            section.add_device(Device(int(match["rank"]), int(match["pid"]) if match["pid"] else None, _shared(match["host"]),
+                                      int(match["device"]), _shared(match["bus"]), _shared(match["name"] or "")))
         elif _HEADER.match(line):
             if section.has_rows or section.closed:
                 section = self.start(number)
             elif section.header is not None and section.header != line.lstrip("#").split():
                 section.interleaved = section.interleaved or "two column headers follow each other"
-            section.header = line.lstrip("#").split()
+            section.header = _shared_list(line.lstrip("#").split())
         elif match := _AVERAGE.match(line):
             if section.average_busbw is not None:
                 section.interleaved = section.interleaved or "it prints two 'Avg bus bandwidth' lines"
@@ -641,12 +691,12 @@ def _mark_repeats(sections: list[Section]) -> None:
     """A section with no preamble or rank lines of its own whose rows all appear in an earlier
     section is a quoted excerpt of it (READMEs show a log, then quote its middle); a section
     whose run lines and rows are all an earlier one's is that run again (a log appended twice)."""
-    seen_rows: dict[tuple, int] = {}
-    seen_runs: dict[tuple, int] = {}
+    seen_rows: dict[int, int] = {}  # hashes, not the rows: a row's values again would double what is kept
+    seen_runs: dict[int, int] = {}
     for section in sections:
-        keys = [row.key for row in section.rows]
-        whole = (section.test, section.version, tuple(sorted(section.settings.items())),
-                 tuple((d.rank, d.host, d.pid, d.device, d.bus_id) for d in section.devices), tuple(keys))
+        keys = [hash(row.key) for row in section.rows]
+        whole = hash((section.test, section.version, tuple(sorted(section.settings.items())),
+                      tuple((d.rank, d.host, d.pid, d.device, d.bus_id) for d in section.devices), tuple(keys)))
         if section.rows and (section.has_preamble or section.devices) and whole in seen_runs:
             section.repeats, section.copy = seen_runs[whole], True
         elif section.rows and not (section.has_preamble or section.devices) and all(k in seen_rows for k in keys):
@@ -658,6 +708,26 @@ def _mark_repeats(sections: list[Section]) -> None:
 
 def _clean(text: str) -> str:
     return _CONTROL.sub("", text)
+
+
+_SHARED: dict[Any, Any] = {}  # one header list and one settings dict for every run that prints the same
+
+
+def _shared_list(words: list[str]) -> list[str]:
+    if len(_SHARED) > 10_000:
+        _SHARED.clear()
+    return _SHARED.setdefault(tuple(words), words)
+
+
+def _shared_dict(found: dict[str, int]) -> dict[str, int]:
+    if len(_SHARED) > 10_000:
+        _SHARED.clear()
+    return _SHARED.setdefault(frozenset(found.items()), found)
+
+
+def _shared(text: str) -> str:
+    """Cleaned, and one string object per host, bus id and GPU name however many runs repeat it."""
+    return sys.intern(_clean(text))
 
 
 def _looks_like_row(tokens: list[str]) -> bool:
@@ -788,6 +858,9 @@ def _unmeasured(row: Row) -> str | None:
             problem = figure_problem(name, getattr(timing, name))
             if problem:
                 return problem
+    wrong = [t.wrong for t in (row.out_of_place, row.in_place) if t and t.wrong is not None]
+    if any(not NONE_INT < w < 2**63 for w in wrong):
+        return "a #wrong count past 2^63"
     return figure_problem("size", row.size) or figure_problem("count", row.count)
 
 
@@ -1007,11 +1080,25 @@ class SectionResult:
     status: str  # ok, failed (validation or a failed run), skipped
     error: str | None
     not_stored: str | None = None  # why the section stored nothing (unknown op, repeat, interleaved runs)
-    base: dict = field(default_factory=dict)  # the fields every record of the run shares
     run_id: str = ""
     topology: Topology | None = None
+    index: int = 0  # the run's place in the file
+    file_name: str = ""
+    when: datetime | None = None
+    transport: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
+    def base(self) -> dict:
+        """The fields every record of the run shares (made on demand: a log of 100,000 runs
+        would keep 100,000 of these dicts)."""
+        if self.op is None:
+            return {}
+        base = _section_fields(self.section, self.index, self.op, self.file_name, self.node, self.run_id, self.when, self.ranks)
+        base["params"]["transport"], base["env"] = self.transport, self.env
+        return base
+
+    @cached_property
     def record_count(self) -> int:
         """Records the run gives: two per non-empty size (one where only out of place is printed), one for a failed run."""
         if self.not_stored:
@@ -1023,11 +1110,11 @@ class SectionResult:
     def records(self) -> Iterator[ResultRecord]:
         if self.not_stored:
             return
-        section, topology = self.section, self.topology
+        section, topology, base = self.section, self.topology, self.base
         wiring = {"fingerprint": topology.fingerprint if topology else None, "fabric": topology.fabric if topology else None}
         section_extra = _extra(section, self.ranks)
         if section.failure and not section.rows:
-            yield ResultRecord(**self.base, **wiring, status="failed", error=self.error,
+            yield ResultRecord(**base, **wiring, status="failed", error=self.error,
                                record_id=f"nccl-tests:{self.run_id[:32]}:failed", extra=section_extra)
             return
         seen_sizes: Counter[int] = Counter()
@@ -1042,7 +1129,7 @@ class SectionResult:
                 if timing.error is not None:
                     extra["max_error"] = timing.error
                 yield ResultRecord(
-                    **self.base, **wiring, status=self.status, error=self.error,
+                    **base, **wiring, status=self.status, error=self.error,
                     record_id=_record_id(self.run_id, row, seen_sizes[row.size], in_place),
                     bytes=row.size, count=row.count, dtype=DTYPES.get(row.type, row.type), in_place=in_place,
                     time_us=timing.time_us, algbw_gbs=timing.algbw_gbs, busbw_gbs=timing.busbw_gbs,
@@ -1125,16 +1212,16 @@ def _section_result(section: Section, index: int, file_name: str, given: Given, 
     op = op_of(section, given.op, file_name)
     ranks = ranks_of(section, op, given.ranks, where)
     node = given.node or _rank0_host(section)
-    run_id = _run_identity(section, op)
-    base = _section_fields(section, index, op, file_name, node, run_id, when, ranks)
-    base["params"]["transport"], base["env"] = given.how.env_of(section, file_name)
+    transport, env = given.how.env_of(section, file_name)
+    ran = dict(run_id=_run_identity(section, op), topology=topology, index=index, file_name=file_name, when=when,
+               transport=transport, env=env)
     if section.failure and not section.rows:
         error = f"line {section.failure_line}: {section.failure}"
-        return SectionResult(section, op, ranks, node, "failed", error, None, base, run_id, topology)
+        return SectionResult(section, op, ranks, node, "failed", error, **ran)
     error = validation_failure(section, ranks)
     if section.failure:
         error = "; ".join(filter(None, [f"line {section.failure_line}: {section.failure}", error]))
-    return SectionResult(section, op, ranks, node, "failed" if error else "ok", error, None, base, run_id, topology)
+    return SectionResult(section, op, ranks, node, "failed" if error else "ok", error, **ran)
 
 
 def _run_identity(section: Section, op: str) -> str:
@@ -1329,7 +1416,7 @@ def _check_gpus_fit(results: list[SectionResult], topology: Topology | None, top
     """A log that used GPU 7 cannot have run on a node whose topology has 4 GPUs."""
     if topology is None:
         return
-    highest = max((g for r in results if r.base for g in r.base["gpus"]), default=-1)
+    highest = max((g for r in results if r.op for g in _gpus(r.section, r.node)), default=-1)
     if highest >= topology.gpus:
         raise UserError(f"the log uses GPU {highest} but {topology_file} describes {topology.gpus} GPU(s): wrong --topology-file?")
 
@@ -1339,7 +1426,8 @@ def _section_summary(result: SectionResult) -> dict[str, Any]:
     rows = [row for row in section.rows if row.size]
     timings = [(t.busbw_gbs, row.size) for row in rows for t in (row.out_of_place, row.in_place) if t]
     peak = max(timings, key=lambda pair: pair[0]) if timings else None
-    params = result.base.get("params", {})
+    base = result.base
+    params = base.get("params", {})
     return {
         "op": result.op,
         "line": section.first_line,
@@ -1353,14 +1441,14 @@ def _section_summary(result: SectionResult) -> dict[str, Any]:
         "ranks_from": result.ranks.source,
         "node": result.node,
         "hosts": _hosts(section),
-        "gpus": result.base.get("gpus", []),
+        "gpus": base.get("gpus", []),
         "nccl_tests": section.version,
-        "versions": result.base.get("versions", {}),
+        "versions": base.get("versions", {}),
         "peak_busbw_gbs": peak[0] if peak else None,
         "peak_bytes": peak[1] if peak else None,
         "largest_bytes": max((row.size for row in rows), default=None),
         "avg_busbw_gbs": section.average_busbw,
         "transport": params.get("transport"),
         "cuda_graph": params.get("cuda_graph"),
-        "env": result.base.get("env", {}),
+        "env": base.get("env", {}),
     }
