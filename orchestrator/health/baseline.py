@@ -1,12 +1,15 @@
 """Baselines: what a node type (a fingerprint) is expected to measure, per case.
 
-A case is one measurement's identity on a wiring: for collectives the op, size, GPU-set shape
-(how many GPUs, packed or spread over NVLink groups), transport, in place or not and dtype;
-for training the model, strategy and GPU-set shape; either on GPUs or on CPU ranks. A baseline is the median of every ok
-result of the case and its spread (1.4826 x the median absolute deviation: a normal
-distribution's standard deviation, robust to the odd outlier), over repeats and nodes, with
-how many results and nodes it rests on and from which sources (imported nccl-tests logs
-count: at 256 MB and up they agree with wirewise's own figures within 2.3%, README).
+A case is the one definition of the contract (wirewise.case, docs/results.md "The case"):
+every setting that decides a figure (for collectives source, op, dtype, reduction and root,
+size, in place or not, CUDA graph or eager, transport, device, ranks, nodes and ranks per node,
+geometry; for training source, model, strategy, precision, engine, compile, micro-batch,
+sequence length and the same shape), so a bf16 sweep, a PCIe run, a 2-node run or an imported
+nccl-tests log is never part of another case's baseline. A baseline is a fingerprint and a
+case: the median of every ok result of the case on that wiring and its spread (1.4826 x the
+median absolute deviation: a normal distribution's standard deviation, robust to the odd
+outlier), over repeats and nodes, with how many results and nodes it rests on and from which
+source.
 
 `wirewise baseline export` writes them to a file, `baseline import` stores a file's baselines,
 so a node type's expected figures travel to a cluster that has no history of it yet. Judging
@@ -22,23 +25,23 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
+from wirewise.case import CASE_FIELDS
+from wirewise.case import case_key as contract_case_key
+
 MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute deviation
 FORMAT = "wirewise-baselines"
-VERSION = 1
-# What tells cases apart, per workload; `metric` is what is judged.
-CASE_FIELDS = {  # device: gpu, or cpu for CPU ranks (gloo), which measure the host: never one baseline
-    "collective": ("op", "bytes", "device", "gpus", "placement", "transport", "in_place", "dtype"),
-    "train": ("model", "strategy", "device", "gpus", "placement"),
-}
-METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}
+VERSION = 2  # 2: the case is wirewise.case's (version 1's cases lacked precision, nodes, CUDA graph, source ...)
+METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}  # what is judged, per workload
 
 
 def case_of(fact: dict[str, Any]) -> dict[str, Any]:
+    """A fact's case (facts hold the stored case fields)."""
     return {name: fact[name] for name in CASE_FIELDS[fact["workload"]]}
 
 
 def case_key(workload: str, case: dict[str, Any]) -> tuple:
-    return (workload, *(case.get(name) for name in CASE_FIELDS[workload]))
+    """(workload, the contract's key of the case): what a baseline and a fact are matched by."""
+    return (workload, contract_case_key(workload, case))
 
 
 @dataclass
@@ -88,7 +91,7 @@ def group_by_case(facts: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str,
             continue
         if fact[METRIC[fact["workload"]]] is None:
             continue
-        cases[(fact["fingerprint"], *case_key(fact["workload"], case_of(fact)))].append(fact)
+        cases[(fact["fingerprint"], fact["workload"], fact["case_key"])].append(fact)
     return cases
 
 

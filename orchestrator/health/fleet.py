@@ -164,7 +164,7 @@ def _as_finding(row: dict):
 def _confirm_by(rows: list[dict]) -> list[str]:
     """What would be repeated before the drain, in words."""
     from wirewise.orchestrator.health.findings import LIVE_RULES
-
+    from wirewise.orchestrator.health.measure import repeat_refused
     from wirewise.orchestrator.health.pairs import is_pair
     from wirewise.units import human_bytes
 
@@ -179,13 +179,17 @@ def _confirm_by(rows: list[dict]) -> list[str]:
             said.append(f"{row['rule']}: NVML read again on the node")
         elif m.get("params") is None:
             said.append(f"{row['rule']}: nothing to repeat (its results are gone): not drained")
+        elif refused := repeat_refused(row):
+            said.append(f"{row['rule']}: not repeated: {refused}: not drained")
         else:
             from wirewise.orchestrator.health.judge import _ranks
 
             case = m.get("case", {})
             what = case.get("op") or f"{case.get('model')} {case.get('strategy')}"
-            where = f"GPUs {','.join(map(str, m['gpus']))}" if m.get("gpus") else _ranks(case.get("device"), case.get("gpus"))
-            said.append(f"{row['rule']}: {what} on {where}, {m.get('repeats')} repeat(s)")
+            where = (f"GPUs {','.join(map(str, m['gpus']))}" if m.get("gpus")
+                     else _ranks(case.get("device"), case.get("ranks", case.get("gpus"))))
+            said.append(f"{row['rule']}: {what} on {where}, transport {case.get('transport', 'default')}, "
+                        f"{m.get('repeats')} repeat(s) of its case")
     return said
 
 

@@ -4,9 +4,12 @@
   (their median) against the baseline of its fingerprint: the other results of the case in
   the history (the node's older ones included: on a cluster with one node of a type, its own
   past is the baseline), or an imported baseline while the history rests on fewer than
-  `min_results`. A size falls when the median is more than max_drop below the baseline's
-  median and more than `sigmas` standard errors (spread / sqrt(repeats)) below it; a case
-  (op, GPU set, transport, dtype) fires when at least min_share of its judged sizes fall.
+  `min_results`. A case is wirewise.case's: a slower run of another case (a bf16 sweep, a
+  deliberate `--transport pcie` run, a 2-node run, CUDA-graph timings) is judged against its
+  own case, never against this one. A size falls when the median is more than max_drop below
+  the baseline's median and more than `sigmas` standard errors (spread / sqrt(repeats)) below
+  it; a collective's case less its size and form fires when at least min_share of its judged
+  sizes fall.
 - slower-than-peers: in the node's latest campaign, each case's median per node; the node
   against the median of its same-fingerprint peers', by more than max_drop and `sigmas` times
   the spread of the peers' medians.
@@ -28,7 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirewise.orchestrator.health.baseline import CASE_FIELDS, METRIC, Baseline, case_of, group_by_case, spread_of, summarize
+from wirewise.case import CASE_FIELDS
+from wirewise.orchestrator.health.baseline import METRIC, Baseline, case_of, group_by_case, spread_of, summarize
 from wirewise.orchestrator.health.findings import Finding, percent
 from wirewise.orchestrator.health.rules import Rules
 from wirewise.units import human_bytes
@@ -151,11 +155,34 @@ def _size_label(case: dict[str, Any]) -> str:
     return human_bytes(case["bytes"]) + (" in place" if case["in_place"] else "")
 
 
+# What one finding covers: a collective's sizes, in and out of place, of one case otherwise; one
+# training case. The finding's measurement keeps these fields: the repeat runs that case.
+_GROUP_FIELDS = {workload: tuple(name for name in fields if name not in ("bytes", "in_place"))
+                 for workload, fields in CASE_FIELDS.items()}
+
+
 def _group(fingerprint: str, workload: str, case: dict[str, Any]) -> tuple:
-    """What one finding covers: a collective's sizes and forms of one op, GPU set, transport and dtype."""
+    return (fingerprint, workload, *(case[name] for name in _GROUP_FIELDS[workload]))
+
+
+def _what(workload: str, case: dict[str, Any]) -> str:
+    """A finding's case in words: the op or model and strategy, where it ran, and each setting
+    that is not the usual one."""
+    where = _ranks(case["device"], case["ranks"])
+    if (case.get("node_count") or 1) > 1:
+        where = f"{case['node_count']} nodes x {case['ranks_per_node'] or '?'} {where.split(' ', 1)[1]}"
+    where += f" ({case['geometry']})" if case.get("geometry") else ""
     if workload == "collective":
-        return (fingerprint, workload, case["op"], case["device"], case["gpus"], case["placement"], case["transport"], case["dtype"])
-    return (fingerprint, workload, case["model"], case["strategy"], case["device"], case["gpus"], case["placement"])
+        said = [f"{case['op']} on {where}", f"transport {case['transport']}", str(case["dtype"])]
+        said += ["CUDA graph"] if case.get("cuda_graph") else []
+        said += [f"{case['redop']} reduction"] if case.get("redop") not in (None, "sum") else []
+    else:
+        said = [f"{case['model']} {case['strategy']} on {where}", f"transport {case['transport']}",
+                f"{case['precision']}", f"micro-batch {case['micro_batch']} x {case['seq_len']}"]
+        said += ["compiled"] if case.get("compile") else []
+        said += [f"engine {case['engine']}"] if case.get("engine") not in (None, "native") else []
+    said += [f"source {case['source']}"] if case.get("source") != "wirewise" else []
+    return ", ".join(said)
 
 
 def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fallen], min_share: float,
@@ -164,19 +191,17 @@ def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fall
     if not fallen or len(fallen) < min_share * len(sizes):
         return None
     fingerprint = group[0]
+    case = dict(zip(_GROUP_FIELDS[workload], group[2:]))
     drop = statistics.median(s.drop for s in fallen)
     unit = "GB/s" if workload == "collective" else "tokens/s"
+    what = _what(workload, case)
     if workload == "collective":
-        _, _, op, device, gpus, placement, transport, dtype = group
-        what = f"{op} on {_ranks(device, gpus)}{f' ({placement})' if placement else ''}, transport {transport}, {dtype}"
-        metric = f"{op}.busbw"
+        metric = f"{case['op']}.busbw"
         advice = ("re-run the case on this node to confirm (`wirewise fleet drain` does, before it drains); then check "
                   "`wirewise doctor` on the node itself (NVLinks, PCIe), `nvidia-smi -q -d PERFORMANCE` for throttling, "
                   "and other jobs on the node")
     else:
-        _, _, model, strategy, device, gpus, placement = group
-        what = f"{model} {strategy} on {_ranks(device, gpus)}{f' ({placement})' if placement else ''}"
-        metric = f"{model}.{strategy}.tokens_per_s"
+        metric = f"{case['model']}.{case['strategy']}.tokens_per_s"
         advice = "re-run the training case on this node to confirm; then check the node's collectives (`wirewise doctor`)"
     judged = f"{len(fallen)} of {len(sizes)} judged size(s) fell" if workload == "collective" else ""
     bases = ", ".join(sorted({s.basis for s in fallen}))
@@ -188,13 +213,8 @@ def _finding(node: str, rule: str, workload: str, group: tuple, sizes: list[Fall
                  "sizes": {s.label: {"median": s.median, "floor": s.floor, "value": s.value} for s in sizes},
                  "min_share": min_share, "result_ids": sorted({i for s in sizes for i in s.result_ids})}
     return Finding(node, rule, evidence, advice, metric=metric, delta=percent(drop), key=key, reference=reference,
-                   measurement={"workload": workload, "case": dict(zip(_GROUP_FIELDS[workload], group[2:])),
-                                "fingerprint": fingerprint,
+                   measurement={"workload": workload, "case": case, "fingerprint": fingerprint,
                                 "sizes": sorted({s.size for s in sizes}) if workload == "collective" else []})
-
-
-_GROUP_FIELDS = {"collective": ("op", "device", "gpus", "placement", "transport", "dtype"),
-                 "train": ("model", "strategy", "device", "gpus", "placement")}
 
 
 def _ranks(device: str, count) -> str:
@@ -263,14 +283,15 @@ def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> tuple
     for failed in in_campaign:
         if failed["node"] != node or failed["status"] not in ("failed", "timeout"):
             continue
-        what = (failed["workload"], failed["op"], failed["model"], failed["strategy"], failed["gpus"], failed["fingerprint"])
+        # its case, less what a task that failed before measuring does not say (its size, its op)
+        fields = _GROUP_FIELDS[failed["workload"]]
+        what = (failed["workload"], failed["fingerprint"], *(failed[k] for k in fields))
         if what in seen:
             continue
         seen.add(what)
         passed = {f["node"] for f in in_campaign
                   if f["node"] != node and f["status"] == "ok" and f["fingerprint"] == failed["fingerprint"]
-                  and f["workload"] == failed["workload"] and f["gpus"] == failed["gpus"]
-                  and all(failed[k] is None or f[k] == failed[k] for k in ("op", "model", "strategy"))}
+                  and f["workload"] == failed["workload"] and all(failed[k] is None or f[k] == failed[k] for k in fields)}
         if len(passed) < rule.min_peers:
             continue
         name = failed["op"] or failed["model"] or failed["workload"]
@@ -282,7 +303,7 @@ def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> tuple
             metric=f"{name}.status", delta=failed["status"],
             key="|".join(map(str, ("task-failed", *what))),
             reference={"workload": failed["workload"], "result_ids": [failed["id"]]},
-            measurement={"workload": failed["workload"], "case": {"gpus": failed["gpus"]}, "fingerprint": failed["fingerprint"],
+            measurement={"workload": failed["workload"], "case": {k: failed[k] for k in fields}, "fingerprint": failed["fingerprint"],
                          "sizes": [failed["bytes"]] if failed["bytes"] else []},
         ))
     return found, True
@@ -305,4 +326,4 @@ def with_measurement(finding: Finding, runs: Runs, rules: Rules) -> Finding:
     return replace(finding, measurement=measurement, gpus=gpus)
 
 
-__all__ = ["CASE_FIELDS", "Judgement", "judge_history", "allowed_drop"]
+__all__ = ["Judgement", "judge_history", "allowed_drop"]

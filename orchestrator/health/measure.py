@@ -96,7 +96,8 @@ def run_all(store, rules: Rules, runs: list[NodeRun], partition: str | None, tim
 # -- submitting -------------------------------------------------------------------------------
 def _submit(store, rules: Rules, run: NodeRun, partition: str | None, timeout_s: float, stamp: str,
             rules_file: str | None) -> None:
-    measured = [f for f in run.findings if f["rule"] not in LIVE_RULES and f["measurement"] and f["measurement"].get("params") is not None]
+    measured = [f for f in run.findings if f["rule"] not in LIVE_RULES and f["measurement"]
+                and f["measurement"].get("params") is not None and repeat_refused(f) is None]
     live = [f for f in run.findings if f["rule"] in LIVE_RULES]
     name = f"wirewise-{run.purpose}-{run.node}-{stamp}"[:64]
     if measured:
@@ -143,11 +144,29 @@ def campaign_spec(name: str, run: NodeRun, measured: list[dict[str, Any]], rules
     return {"name": name, "workloads": workloads, "target": target}
 
 
+def repeat_refused(finding: dict[str, Any]) -> str | None:
+    """Why the repeat of a history finding cannot be the case that flagged it (then it is not
+    measured: nothing drains on a repeat of another case), or None. A repeat is a wirewise
+    campaign on the one node: a case another tool measured (an imported nccl-tests log, a job's
+    own record) or one that ran over several nodes is not one it can run again."""
+    case = (finding.get("measurement") or {}).get("case") or {}
+    if case.get("source", "wirewise") != "wirewise":
+        return (f"its case was measured by {case['source']}, not wirewise: a repeat would be another case "
+                f"(re-run {case['source']} on the node, then `wirewise doctor`)")
+    if (case.get("node_count") or 1) > 1:
+        return f"its case ran over {case['node_count']} nodes: a repeat on the node alone would be another case"
+    return None
+
+
 def _workload(measurement: dict[str, Any], rules: Rules) -> dict[str, Any]:
+    """The flagged case again: its op or model and strategy, its sizes, GPUs, transport and every
+    setting of its case (dtype, CUDA graph; precision, compile, engine, micro-batch, sequence
+    length), the run's own parameters (iterations, warm-up) for the rest. A finding stored
+    before cases held every field falls back on the run's parameters."""
     case, params = measurement["case"], measurement.get("params") or {}
     gpus = measurement.get("gpus") or []
-    axes: dict[str, Any] = {"gpus": [len(gpus) or case.get("gpus") or 2],
-                            "placement": [sorted(gpus) if gpus else (case.get("placement") or "packed")],
+    axes: dict[str, Any] = {"gpus": [len(gpus) or case.get("ranks") or case.get("gpus") or 2],
+                            "placement": [sorted(gpus) if gpus else (case.get("geometry") or case.get("placement") or "packed")],
                             "transport": [case.get("transport") or params.get("transport") or "default"],
                             "repeats": measurement.get("repeats") or rules.repeats}
     if measurement["workload"] == "collective":
@@ -155,12 +174,12 @@ def _workload(measurement: dict[str, Any], rules: Rules) -> dict[str, Any]:
         sweep = {k: params[k] for k in COLLECTIVE_KEYS if k in params}
         op = case.get("op") or (params.get("ops") or ["all_reduce"])[0]
         sweep.update(ops=[op], min_bytes=min(sizes), max_bytes=max(sizes), step_factor=2)
-        if case.get("dtype"):
-            sweep["dtype"] = case["dtype"]
+        sweep.update({k: case[k] for k in ("dtype", "cuda_graph") if case.get(k) is not None})
         return {"collectives": sweep, "axes": axes}
     train = {k: params[k] for k in TRAIN_KEYS if k in params and params[k] is not None}
+    train.update({k: case[k] for k in ("precision", "compile", "engine", "seq_len") if case.get(k) is not None})
     train.update(models=[case.get("model") or params["model"]], strategies=[case.get("strategy") or params["strategy"]],
-                 batch_size=params.get("micro_batch") or 1)
+                 batch_size=case.get("micro_batch") or params.get("micro_batch") or 1)
     return {"train": train, "axes": axes}
 
 
@@ -258,6 +277,8 @@ def _judge(store, run: NodeRun) -> list[Verdict]:
             verdicts.append(_live_verdict(finding, live))
         elif not (finding["measurement"] and finding["measurement"].get("params") is not None):
             verdicts.append(Verdict(finding["id"], NOT_MEASURED, "no measurement to repeat (the results it rests on are gone)"))
+        elif refused := repeat_refused(finding):
+            verdicts.append(Verdict(finding["id"], NOT_MEASURED, f"not repeated: {refused}"))
         elif finding["rule"] == "task-failed":
             verdicts.append(_task_verdict(finding, [f for f in new if f["node"] == run.node]))
         else:
@@ -295,6 +316,7 @@ def _task_verdict(finding: dict[str, Any], new: list[dict[str, Any]]) -> Verdict
 
 def _measured_verdict(finding: dict[str, Any], new: list[dict[str, Any]]) -> Verdict:
     """The repeat's median per size against the finding's floors."""
+    from wirewise.case import CASE_FIELDS
     from wirewise.orchestrator.health.judge import _size_label
 
     reference = finding["reference"]
@@ -307,9 +329,9 @@ def _measured_verdict(finding: dict[str, Any], new: list[dict[str, Any]]) -> Ver
     for fact in new:
         if fact["status"] != "ok" or fact["workload"] != workload or fact[metric] is None:
             continue
+        if any(name in CASE_FIELDS[workload] and fact.get(name) != value for name, value in case.items()):
+            continue  # another case than the one that flagged the node: it confirms nothing
         if workload == "collective":
-            if fact["op"] != case["op"]:
-                continue
             label = _size_label(fact)
         else:
             label = f"{fact['model']} {fact['strategy']}"

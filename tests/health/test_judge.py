@@ -10,11 +10,15 @@ FINGERPRINT = "f" * 64
 
 
 def collective(node: str, size: int, busbw: float, number: int) -> dict:
-    """One ok all_reduce result as report.query.facts gives it."""
-    return {"id": number, "node": node, "status": "ok", "workload": "collective", "source": "wirewise", "campaign": None,
-            "fingerprint": FINGERPRINT, "op": "all_reduce", "bytes": size, "device": "gpu", "gpus": 8, "placement": None,
-            "transport": "default", "in_place": False, "dtype": "float32", "busbw_gbs": busbw,
-            "model": None, "strategy": None, "started_at": f"2026-12-01T10:{number:02d}"}
+    """One ok all_reduce result as report.query.facts gives it: with its case (wirewise.case)."""
+    from wirewise.case import case_of, derive
+
+    record = {"workload": "collective", "source": "wirewise", "op": "all_reduce", "bytes": size, "dtype": "float32",
+              "in_place": False, "gpu_count": 8, "node_count": 1, "gpus": list(range(8)), "params": {}, "extra": {}}
+    fact = {**record, **derive(record)}
+    return {**case_of(fact), "workload": "collective", "case_key": fact["case_key"], "id": number, "node": node,
+            "status": "ok", "campaign": None, "fingerprint": FINGERPRINT, "gpus": 8, "placement": None,
+            "busbw_gbs": busbw, "model": None, "strategy": None, "started_at": f"2026-12-01T10:{number:02d}"}
 
 
 def test_a_finding_repeats_the_sizes_it_judged_to_the_byte():

@@ -80,8 +80,10 @@ def test_baselines_travel_to_a_cluster_without_history(report_db, tmp_path):
 def test_a_bad_baselines_file_changes_nothing(tmp_path):
     fresh = tmp_path / "fresh.db"
     for text, said in (("{}", "not a wirewise baselines file"), ("[", "not JSON"),
-                       ('{"format": "wirewise-baselines", "version": 1, "baselines": [{"fingerprint": "ab"}]}',
-                        "baselines[0].fingerprint")):
+                       ('{"format": "wirewise-baselines", "version": 2, "baselines": [{"fingerprint": "ab"}]}',
+                        "baselines[0].fingerprint"),
+                       # version 1's cases lacked settings the case holds now (precision, nodes, ...)
+                       ('{"format": "wirewise-baselines", "version": 1, "baselines": []}', "this wirewise reads version 2")):
         bad = tmp_path / "bad.json"
         bad.write_text(text)
         proc = wirewise("baseline", "import", str(bad), "--db", f"sqlite:///{fresh}")
