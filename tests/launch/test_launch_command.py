@@ -71,7 +71,8 @@ def test_a_workstation_without_gpus_gets_cpu_ranks_running_ddp(tmp_path, script)
     assert found["command"] == found["node_command"]
     assert found["env"]["ACCELERATE_USE_CPU"] == "true" and found["env"]["WIREWISE_STRATEGY"] == "ddp"
     assert found["env"]["WIREWISE_LAUNCH_DIR"] == str(run_dir)
-    assert found["env"]["WIREWISE_DB"] == f"sqlite:///{tmp_path / 'wirewise.db'}"  # absolute: every node opens it
+    default = Path(os.environ["XDG_DATA_HOME"]) / "wirewise" / "wirewise.db"  # the data folder's (tests/conftest.py)
+    assert found["env"]["WIREWISE_DB"] == f"sqlite:///{default}"  # absolute: every node opens it
     assert run_dir.parent == tmp_path / "runs" and not (tmp_path / "runs").exists()  # a dry run writes nothing
     assert not (tmp_path / "wirewise.db").exists() and not (tmp_path / "canary").exists()
 
