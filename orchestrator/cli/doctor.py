@@ -35,10 +35,10 @@ def doctor(
         raise UserError("give --health-check or --prolog, not both")
     if report_only and not health_check:
         raise UserError("--report-only goes with --health-check")
-    loaded = load_rules(rules)
     if health_check or prolog:
-        _on_node(loaded, node, db, json, "prolog" if prolog else "health-check", report_only)
+        _on_node(rules, node, db, json, "prolog" if prolog else "health-check", report_only)
         return
+    loaded = load_rules(rules)
     from wirewise.orchestrator.health.doctor import doctor as check
     from wirewise.orchestrator.store import Store
     from wirewise.topology.probe import probe_node, short_hostname
@@ -71,25 +71,15 @@ def exit_code(healthy: bool | None) -> int:
 NOT_JUDGED_EXIT = 3
 
 
-def _on_node(rules, node: str | None, db: str | None, json: bool, mode: str, report_only: bool) -> None:
-    """The health check or the prolog on this node, under its watchdog. Exit status: the health
-    check 0 (a drain is its answer; 1 with --report-only when a rule fired), the prolog 1 when
-    it drained the node (Slurm then requeues the job), else 0."""
-    import time
+def _on_node(rules: Path | None, node: str | None, db: str | None, json: bool, mode: str, report_only: bool) -> None:
+    """The health check or the prolog on this node (wirewise.orchestrator.health.node.on_node).
+    Exit status: the health check 0 (a drain is its answer; with --report-only 1 when a rule
+    fired, 3 when nothing was judged), the prolog 1 when it drained the node (Slurm then
+    requeues the job), else 0, also when it could not judge the node (the note says why)."""
+    from wirewise.orchestrator.health.node import on_node
 
-    from wirewise.jobenv import read_job_env
-    from wirewise.orchestrator.health import node as on_node
-    from wirewise.orchestrator.store import Store
-
-    limit = rules.health_check.time_limit_s if mode == "health-check" else rules.prolog.time_limit_s
-    deadline = time.monotonic() + limit
-    on_node.watchdog(limit, f"doctor --{mode}")
-    name = on_node.this_node(node)
-    store = Store(db)
-    if mode == "health-check":
-        outcome = on_node.health_check(store, rules, name, report_only)
-    else:
-        outcome = on_node.prolog(store, rules, name, read_job_env(), deadline)
+    outcome = on_node(mode, str(rules) if rules else None, node, db, report_only)
+    name = outcome.node
     if json:
         print_json(outcome.to_json())
     else:
@@ -97,11 +87,13 @@ def _on_node(rules, node: str | None, db: str | None, json: bool, mode: str, rep
             typer.echo(f"{name}: {finding.check}: {finding.evidence}")
         if outcome.drained:
             typer.echo(f"{name}: drained: {outcome.acted[0].reason}")
+        elif outcome.not_judged:
+            typer.echo(f"{name}: not judged ({mode}): {outcome.not_judged}")
         elif not outcome.findings:
             said = "healthy" if outcome.judged else "not judged"
             typer.echo(f"{name}: {said} ({mode}, {outcome.seconds:.1f} s)")
     for note in outcome.notes:
-        sys.stderr.write(f"wirewise: {note}\n")
-    if mode == "health-check":  # as slurmd runs it, 0 whatever it found: its answer is the drain
-        raise typer.Exit(exit_code(outcome.healthy) if report_only else 0)
-    raise typer.Exit(1 if outcome.drained else 0)
+        sys.stderr.write(f"wirewise: note: {note}\n")
+    if report_only:
+        raise typer.Exit(exit_code(outcome.healthy))
+    raise typer.Exit(outcome.exit_code)

@@ -11,7 +11,17 @@ from wirewise.orchestrator.cli.doctor import RulesOption
 Partition = Annotated[str | None, typer.Option("--partition", "-p", help="Only this Slurm partition's nodes [default: the setting partition, without --node].")]
 Nodes = Annotated[list[str] | None, typer.Option("--node", help="Only this node (repeat for several).")]
 Apply = Annotated[bool, typer.Option("--apply", help="Do it; without --apply, say what would be done.")]
-Timeout = Annotated[float, typer.Option("--timeout", min=30.0, help="Seconds the repeated measurements may take in all.")]
+Timeout = Annotated[float, typer.Option("--timeout", help="Seconds the repeated measurements may take in all (30 to a year).")]
+
+
+def _timeout(seconds: float) -> float:
+    """--timeout as a number of seconds the repeats (and a re-test's reservation) can be given."""
+    from wirewise.errors import UserError
+    from wirewise.limits import MAX_TIME_MIN
+
+    if not 30 <= seconds <= MAX_TIME_MIN * 60:  # also refuses nan
+        raise UserError(f"--timeout {seconds:g}: give seconds from 30 to {MAX_TIME_MIN * 60} (a year)")
+    return seconds
 
 
 def status(partition: Partition = None, node: Nodes = None, db: DbOption = None, json: JsonOption = False) -> None:
@@ -53,6 +63,7 @@ def drain(
     from wirewise.orchestrator.health.rules import load_rules
     from wirewise.orchestrator.store import Store
 
+    timeout = _timeout(timeout)
     loaded = load_rules(rules)
     report = fleet_drain(Store(db), loaded, apply, site_partition(partition, node), node, beyond, timeout, loaded.file)
     _show(report, json, {"would_drain": "would confirm, then drain", "drained": "drained", "not_confirmed": "not drained: the repeat passed",
@@ -74,6 +85,7 @@ def retest(
     from wirewise.orchestrator.health.rules import load_rules
     from wirewise.orchestrator.store import Store
 
+    timeout = _timeout(timeout)
     loaded = load_rules(rules)
     report = fleet_retest(Store(db), loaded, apply, site_partition(partition, node), node, timeout, loaded.file)
     _show(report, json, {"would_retest": "would re-test", "passed": "re-test passed", "failed": "re-test failed",

@@ -221,7 +221,7 @@ class _PairCampaign:
         if row is not None:
             return Measure(pair, row.busbw_gbs)
         error = next((r.error for r in rows if r.error), None) or f"the test ended {status} without a result"
-        return Measure(pair, None, error.splitlines()[0][:300])
+        return Measure(pair, None, error.splitlines()[0][:300], ran=any(r.status != "cancelled" for r in rows))
 
     def _forget(self) -> None:
         from wirewise.orchestrator.campaign import unrecord_campaign

@@ -34,11 +34,15 @@ Pair = tuple[str, str]
 
 @dataclass(frozen=True)
 class Measure:
-    """One pair test: its two nodes, the busbw measured (None: it failed), and why it failed."""
+    """One pair test: its two nodes, the busbw measured (None: it failed), why it failed, and
+    whether it ran at all (False: it ended cancelled or missing without a result of its own,
+    before it started or stopped by whoever waited for it: a test that never ran says nothing
+    of the nodes)."""
 
     nodes: Pair
     busbw_gbs: float | None
     error: str | None = None
+    ran: bool = True
 
     @property
     def key(self) -> frozenset[str]:

@@ -16,6 +16,11 @@ every action in the audit trail (fleet_actions: what, why, the evidence, who ask
 - resume: nodes wirewise drained whose latest re-test since that drain passed.
 A node drained by someone else (another reason, or a wirewise reason with no drain of
 wirewise's in the trail) is never touched.
+
+Stopped (SIGTERM, SIGINT, SIGHUP: wirewise.orchestrator.health.stops) part way, each leaves Slurm
+and the trail agreeing: drain releases its claims (`interrupted`) and cancels its repeats;
+retest drains each node it resumed again, deletes its reservation and records the re-test
+`interrupted`; a drain or a resume and its record are never parted.
 """
 
 from __future__ import annotations
@@ -30,12 +35,20 @@ from wirewise.orchestrator.health.rules import Rules
 
 TRAIL = 20  # actions per node that status shows
 RETEST_SLACK_MIN = 10  # the reservation outlasts the re-test's timeout by this much
+CLAIM_SLACK_S = 600  # a drain's claim outlasts its repeats' timeout by this much (collecting, judging, draining)
 
 
 def _states(partition: str | None, nodes: list[str] | None):
-    from wirewise.orchestrator.slurm.nodes import slurm_nodes
+    from wirewise.orchestrator.slurm.nodes import partition_nodes, slurm_nodes
 
     states = slurm_nodes(partition)
+    if partition:  # a misspelt partition is no empty fleet
+        shown = {p for state in states.values() for p in state.partitions}
+        missing = [p for p in partition.split(",") if p not in shown]
+        if missing:
+            known = sorted(partition_nodes(slurm_nodes()))
+            raise UserError(f"--partition {missing[0]!r}: Slurm has no such partition with nodes (its partitions: "
+                            f"{', '.join(known) or 'none'})")
     if nodes:
         unknown = [n for n in nodes if n not in states]
         if unknown:
@@ -114,8 +127,9 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
                 beyond: int = 0, timeout_s: float = 900.0, rules_file: str | None = None) -> dict[str, Any]:
     from wirewise.orchestrator.health.guard import Budget, asked_by
     from wirewise.orchestrator.health.node import most_severe
-    from wirewise.orchestrator.store.health import drain_budget, findings
+    from wirewise.orchestrator.store.health import drain_budget, findings, utcnow
 
+    seen_at = utcnow()
     states = _states(partition, nodes)
     names = sorted(nodes or states)
     by_node: dict[str, list[dict]] = defaultdict(list)
@@ -142,15 +156,26 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
                 report["held"].append({**item, "why": why})
         _stopped(report, budget)
         return report
-    from wirewise.orchestrator.store.health import claim_drains
+    from wirewise.orchestrator.health.stops import STOPPED, stop_name, stops_raise
+    from wirewise.orchestrator.store.health import CLAIMED, SKIPPED, claim_drains, release_claims
 
-    claims = claim_drains(store, wanted, budget, asked_by())
-    for claim in claims:
-        if claim["outcome"] == "held":
-            report["held"].append({"node": claim["node"], "reason": claim["reason"], "why": claim["detail"]})
-    ready = [c for c in claims if c["outcome"] != "held"]
-    if ready:
-        _confirm_and_drain(store, rules, ready, by_node, partition, timeout_s, rules_file, budget, report)
+    with stops_raise():
+        claims = claim_drains(store, wanted, budget, asked_by(), timeout_s + CLAIM_SLACK_S, seen_at)
+        for claim in claims:
+            if claim["outcome"] == "held":
+                report["held"].append({"node": claim["node"], "reason": claim["reason"], "why": claim["detail"]})
+            elif claim["outcome"] == SKIPPED:
+                report["skipped"].append({"node": claim["node"], "why": claim["detail"]})
+        ready = [c for c in claims if c["outcome"] == CLAIMED]
+        try:
+            if ready:
+                _confirm_and_drain(store, rules, ready, by_node, partition, timeout_s, rules_file, budget, report)
+        except STOPPED as exc:
+            release_claims(store, [c["id"] for c in ready], "interrupted", f"stopped by {stop_name(exc)} before its repeat was judged")
+            raise
+        except Exception as exc:
+            release_claims(store, [c["id"] for c in ready], "failed", f"{type(exc).__name__}: {exc}"[:500])
+            raise
     _stopped(report, budget)
     return report
 
@@ -278,33 +303,40 @@ def _retest(store, rules, states, todo, by_node, partition, timeout_s, rules_fil
 
     from wirewise.orchestrator.health.guard import asked_by
     from wirewise.orchestrator.health.measure import FAILING, PASSING, NodeRun, run_all
+    from wirewise.orchestrator.health.stops import STOPPED, stop_name, stops_held, stops_raise
     from wirewise.orchestrator.slurm.command import SlurmError
-    from wirewise.orchestrator.slurm.states import drain, reserve, resume, unreserve
+    from wirewise.orchestrator.slurm.states import reserve, resume
     from wirewise.orchestrator.store.health import clear_findings, confirm_findings, record_action
 
     who = asked_by()
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
     runs, reserved = [], []
-    try:
-        for name in todo:
-            reservation = f"wirewise-retest-{name}-{stamp}"
-            try:
-                reserve(reservation, [name], int(timeout_s // 60) + RETEST_SLACK_MIN, getpass.getuser())
-            except SlurmError as exc:
-                record_action(store, name, "retest", "failed", who, states[name].reason,
-                              f"no maintenance reservation: {exc}; an operator or admin of Slurm may create one")
-                report["failed"].append({"node": name, "why": f"no maintenance reservation: {exc}"})
-                continue
-            reserved.append((name, reservation))
-            resume(name)  # reserved first: only the reservation's jobs can start on it now
-            runs.append(NodeRun(name, by_node[name], "retest", reservation=reservation))
-        run_all(store, rules, runs, partition, timeout_s, rules_file)
-    finally:
-        for name, reservation in reserved:
-            try:
-                drain(name, states[name].reason)  # drained again before the reservation ends
-            finally:
-                unreserve(reservation)
+    stopped = None
+    with stops_raise():
+        try:
+            for name in todo:
+                reservation = f"wirewise-retest-{name}-{stamp}"
+                with stops_held():  # a node reserved and resumed is one the cleanup knows
+                    try:
+                        reserve(reservation, [name], int(timeout_s // 60) + RETEST_SLACK_MIN, getpass.getuser())
+                    except SlurmError as exc:
+                        record_action(store, name, "retest", "failed", who, states[name].reason,
+                                      f"no maintenance reservation: {exc}; an operator or admin of Slurm may create one")
+                        report["failed"].append({"node": name, "why": f"no maintenance reservation: {exc}"})
+                        continue
+                    reserved.append((name, reservation))
+                    resume(name)  # reserved first: only the reservation's jobs can start on it now
+                runs.append(NodeRun(name, by_node[name], "retest", reservation=reservation))
+            run_all(store, rules, runs, partition, timeout_s, rules_file)
+        except STOPPED as exc:
+            stopped = f"stopped by {stop_name(exc)}"
+            raise
+        except Exception as exc:
+            stopped = f"stopped by an error ({type(exc).__name__}: {str(exc)[:300]})"
+            raise
+        finally:
+            with stops_held():
+                _drain_again(store, states, reserved, who, stopped)
     for run in runs:
         evidence = {v.finding_id: v.evidence for v in run.verdicts}
         said = "; ".join(evidence.values())
@@ -321,6 +353,32 @@ def _retest(store, rules, states, todo, by_node, partition, timeout_s, rules_fil
         outcome = {PASSING: "passed", FAILING: "failed"}.get(run.outcome, "not-measured")
         record_action(store, run.node, "retest", outcome, who, states[run.node].reason, said,
                       {"findings": [_finding_json(r) for r in by_node[run.node]], "verdicts": evidence}, run.measured_by)
+
+
+def _drain_again(store, states, reserved: list[tuple[str, str]], who: str, stopped: str | None) -> None:
+    """Each re-tested node drained again with its reason before its reservation goes; a re-test
+    stopped part way recorded as `interrupted`. A node Slurm would not drain again is said
+    loudly in the trail: it is in service inside its reservation."""
+    from wirewise.orchestrator.slurm.command import SlurmError
+    from wirewise.orchestrator.slurm.states import drain, unreserve
+    from wirewise.orchestrator.store.health import record_action
+
+    for name, reservation in reserved:
+        reason = states[name].reason
+        try:
+            drain(name, reason)
+        except SlurmError as exc:
+            record_action(store, name, "retest", "failed", who, reason,
+                          f"NOT drained again after its re-test ({exc}); its reservation {reservation} is kept: drain it by hand")
+            continue
+        try:
+            unreserve(reservation)
+            gone = f"reservation {reservation} deleted"
+        except SlurmError as exc:
+            gone = f"reservation {reservation} not deleted ({exc})"
+        if stopped:
+            record_action(store, name, "retest", "interrupted", who, reason,
+                          f"{stopped}: drained again, {gone}; its findings stay open")
 
 
 # -- resume --------------------------------------------------------------------------------------
@@ -348,8 +406,11 @@ def fleet_resume(store, apply: bool = False, partition: str | None = None, nodes
             ready.append({"node": name, "reason": states[name].reason, "retest": retest["detail"]})
     report = {"apply": apply, "skipped": skipped, ("resumed" if apply else "would_resume"): ready}
     if apply:
+        from wirewise.orchestrator.health.stops import stops_held
+
         who = asked_by()
         for item in ready:
-            resume(item["node"])
-            record_action(store, item["node"], "resume", "resumed", who, item["reason"], f"re-test passed: {item['retest']}")
+            with stops_held():  # a node resumed is one the trail says was
+                resume(item["node"])
+                record_action(store, item["node"], "resume", "resumed", who, item["reason"], f"re-test passed: {item['retest']}")
     return report

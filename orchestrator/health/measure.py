@@ -14,8 +14,10 @@ wirewise.orchestrator.fleet.pairs; wirewise.orchestrator.health.pairs judges it)
 inside the node's maintenance reservation.
 
 Each node's verdict: `failing` (the fault showed again), `passing` (it did not), or
-`not-measured` (the run did not happen in time, or the measurement cannot be repeated):
-nothing is drained, cleared or resumed on that.
+`not-measured` (the run did not happen in time, never started, was cancelled before it ended,
+or the measurement cannot be repeated): nothing is drained, cleared or resumed on that. Only a
+repeat that ran and failed again fails: one that ended cancelled without a result (its
+known-good partners busy with users' jobs until the deadline) says nothing of the node.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from wirewise.orchestrator.health.findings import LIVE_RULES
 from wirewise.orchestrator.health.rules import Rules
 
 FAILING, PASSING, NOT_MEASURED = "failing", "passing", "not-measured"
+CANCELLED = "cancelled"  # a result of a repeat stopped before it ended (its deadline passed): it judges nothing
 POLL_S = 1.0
 COLLECTIVE_KEYS = ("min_bytes", "max_bytes", "step_factor", "iters", "warmup", "dtype", "check", "cuda_graph")
 TRAIN_KEYS = ("seq_len", "steps", "warmup_steps", "engine", "precision", "compile", "lr", "data", "memory_limit_gb")
@@ -77,11 +80,14 @@ def run_all(store, rules: Rules, runs: list[NodeRun], partition: str | None, tim
             rules_file: str | None = None) -> list[NodeRun]:
     """Submit every node's measurements at once, wait for them (at most timeout_s), judge."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    for run in runs:
-        _submit(store, rules, run, partition, timeout_s, stamp, rules_file)
-    _submit_pairs(store, runs, partition, stamp)
-    deadline = time.monotonic() + timeout_s
-    _wait(store, runs, deadline)
+    try:
+        for run in runs:
+            _submit(store, rules, run, partition, timeout_s, stamp, rules_file)
+        _submit_pairs(store, runs, partition, stamp)
+        _wait(store, runs, time.monotonic() + timeout_s)
+    except BaseException:  # stopped (wirewise.orchestrator.health.stops) or failed: nothing of it is left queued
+        _cancel(store, runs)
+        raise
     from wirewise.orchestrator.store.health import add_check
 
     for run in runs:
@@ -238,6 +244,7 @@ def _wait(store, runs: list[NodeRun], deadline: float) -> None:
     from wirewise.orchestrator.campaign.track import campaign_status, collect_campaign
     from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import PENDING, RUNNING
+    from wirewise.orchestrator.health.stops import pause
 
     slurm = executor_named("slurm")
     while True:
@@ -253,11 +260,28 @@ def _wait(store, runs: list[NodeRun], deadline: float) -> None:
             if live_going:
                 slurm.cancel(live_going)
             break
-        time.sleep(POLL_S)
+        pause(POLL_S)  # where a stop of `fleet drain` or `retest` is raised (wirewise.orchestrator.health.stops)
     for run in runs:
         for name in (run.campaign, run.pair_check.name if run.pair_check else None):
             if name:
                 collect_campaign(store, name)
+
+
+def _cancel(store, runs: list[NodeRun]) -> None:
+    """Every measurement submitted for `runs` cancelled, each on its own (one that fails to
+    cancel does not keep the others queued)."""
+    from wirewise.orchestrator.campaign import cancel_campaign
+    from wirewise.orchestrator.executor import executor_named
+
+    for run in runs:
+        for cancel in ((lambda: cancel_campaign(store, run.campaign)) if run.campaign else None,
+                       run.pair_check.campaign.cancel if run.pair_check else None,
+                       (lambda: executor_named("slurm").cancel([run.live_job])) if run.live_job else None):
+            if cancel is not None:
+                try:
+                    cancel()
+                except Exception:  # noqa: BLE001 - the cleanup goes on; the stop or error is what is raised
+                    pass
 
 
 # -- judging ------------------------------------------------------------------------------------
@@ -292,6 +316,8 @@ def _pair_verdict(finding: dict[str, Any], check) -> Verdict:
     if check is None:
         return Verdict(finding["id"], NOT_MEASURED, "no known-good partner takes work now to test it against")
     [measure] = check.measures()
+    if not measure.ran:  # the partners busy with users' jobs, say: a repeat that never ran is no failed one
+        return Verdict(finding["id"], NOT_MEASURED, f"the repeat did not run: {measure.error}")
     failing, evidence = repeat_verdict(finding, measure)
     return Verdict(finding["id"], FAILING if failing else PASSING, evidence)
 
@@ -306,9 +332,10 @@ def _live_verdict(finding: dict[str, Any], live: dict[str, Any] | None) -> Verdi
 
 
 def _task_verdict(finding: dict[str, Any], new: list[dict[str, Any]]) -> Verdict:
-    if not new:
-        return Verdict(finding["id"], NOT_MEASURED, "the repeat stored no result")
-    bad = [f for f in new if f["status"] != "ok"]
+    ran = [f for f in new if f["status"] != CANCELLED]
+    if not ran:
+        return Verdict(finding["id"], NOT_MEASURED, "the repeat stored no result" if not new else "the repeat was cancelled before it ended")
+    bad = [f for f in ran if f["status"] != "ok"]
     if bad:
         return Verdict(finding["id"], FAILING, f"the repeat {bad[0]['status']} again")
     return Verdict(finding["id"], PASSING, f"the repeat passed ({len(new)} result(s) ok)")
@@ -322,6 +349,7 @@ def _measured_verdict(finding: dict[str, Any], new: list[dict[str, Any]]) -> Ver
     reference = finding["reference"]
     metric, workload = reference["metric"], reference["workload"]
     case = finding["measurement"]["case"]
+    new = [f for f in new if f["status"] != CANCELLED]
     if any(f["status"] != "ok" for f in new) and not any(f["status"] == "ok" for f in new):
         failed = next(f for f in new if f["status"] != "ok")
         return Verdict(finding["id"], FAILING, f"the repeat {failed['status']}")

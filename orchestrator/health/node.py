@@ -18,8 +18,14 @@ guardrails) and exits 1: Slurm then requeues the job, and keeps the reason alrea
 Held by a guardrail, it exits 0 and the job runs: the guardrails never let a rule take out more
 nodes than they allow. Its results are stored as history.
 
-A watchdog ends either mode at its time limit with one line on stderr: a check that hangs
-(NVML on a GPU that fell off the bus, a database that does not answer) must not hold slurmd.
+Either mode drains (and the prolog exits 1) only for a fault of the node. What keeps it from
+judging is not the node's: rules that do not load, a database missing (slurmd's working folder
+holds none: it is never created there), unreachable, locked by another writer past a third of
+the time limit, a failure of wirewise's own, its own time limit. Then it exits 0 with a note
+(`wirewise: note: not judged: WHY` on stderr, the wrapper's log; `"judged": false` in --json)
+and leaves nothing behind: a drain for it would take healthy nodes out, every node at once.
+A watchdog ends either mode at its time limit that way: a check that hangs (NVML on a GPU that
+fell off the bus, a database that does not answer) must not hold slurmd.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from wirewise.orchestrator.health.findings import Finding
 from wirewise.orchestrator.health.rules import Rules
 
 CONFIRM_PAUSE_S = 0.5  # between the two NVML reads of a live finding
+HEALTH_CHECK, PROLOG = "health-check", "prolog"
 
 
 @dataclass
@@ -50,16 +57,23 @@ class NodeOutcome:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     judged: bool = True  # False: no rule could read anything of the node (no NVML, no findings)
+    not_judged: str | None = None  # why it could not judge the node at all (not the node's fault)
 
     @property
     def healthy(self) -> bool | None:
         """False when a rule fired, None when nothing was judged, else True."""
         if self.findings:
             return False
-        return True if self.judged else None
+        return True if self.judged and not self.not_judged else None
+
+    @property
+    def exit_code(self) -> int:
+        """For slurmd: 1 only from a prolog that drained the node (Slurm requeues the job)."""
+        return 1 if self.mode == PROLOG and self.drained else 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "mode": self.mode, "healthy": self.healthy, "drained": self.drained,
+        return {"node": self.node, "mode": self.mode, "judged": self.healthy is not None, "not_judged": self.not_judged,
+                "healthy": self.healthy, "drained": self.drained,
                 "held": self.held, "reason": self.acted[0].reason if self.acted else None,
                 "findings": [f.to_json() for f in self.findings], "notes": self.notes, "seconds": round(self.seconds, 3)}
 
@@ -72,20 +86,97 @@ def this_node(given: str | None = None) -> str:
     return given or read_job_env().node_name
 
 
-def watchdog(limit_s: float, what: str) -> threading.Timer:
-    """Ends the process with one line and exit 1 if it runs past `limit_s`."""
-    def expire() -> None:
-        sys.stderr.write(f"wirewise: error: {what} did not finish within {limit_s:g} s; stopped\n")
+class Watchdog:
+    """Ends the process at `limit_s`, saying it judged nothing: its scratch folder removed, exit 0
+    (1 where the prolog drained the node already, so that Slurm requeues the job)."""
+
+    def __init__(self, limit_s: float, outcome: NodeOutcome) -> None:
+        self.outcome = outcome
+        self.scratch: str | None = None
+        self.timer = threading.Timer(limit_s, self._expire, args=(limit_s,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _expire(self, limit_s: float) -> None:
+        import shutil
+
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        sys.stderr.write(f"wirewise: note: {self.outcome.node}: not judged: doctor --{self.outcome.mode} did not finish "
+                         f"within {limit_s:g} s; stopped\n")
         sys.stderr.flush()
-        os._exit(1)
+        os._exit(self.outcome.exit_code)
 
-    timer = threading.Timer(limit_s, expire)
-    timer.daemon = True
-    timer.start()
-    return timer
+    def cancel(self) -> None:
+        self.timer.cancel()
 
 
-def health_check(store, rules: Rules, node: str, report_only: bool = False, probe=None) -> NodeOutcome:
+def on_node(mode: str, rules_file: str | None, node: str | None, db: str | None, report_only: bool = False) -> NodeOutcome:
+    """The health check or the prolog (`mode`) on this node as slurmd runs it, under its
+    watchdog. Never raises: what keeps it from judging the node is the outcome's not_judged."""
+    import tempfile
+
+    from wirewise.orchestrator.health.rules import default_rules, load_rules
+
+    from wirewise.jobenv import read_job_env
+
+    started = time.monotonic()
+    outcome = NodeOutcome(node or os.environ.get("SLURMD_NODENAME") or "this node", mode)
+    rules, limit = None, _limit(default_rules(), mode)
+    try:
+        outcome.node = this_node(node)
+        rules = load_rules(rules_file)
+        limit = _limit(rules, mode)
+    except Exception as exc:  # noqa: BLE001 - whatever a rules file does, the node is not at fault
+        outcome.not_judged = _why(exc)
+    dog = Watchdog(limit, outcome)
+    try:
+        if rules is not None:
+            store = _open_store(db, limit)
+            if mode == HEALTH_CHECK:
+                health_check(store, rules, outcome, report_only)
+            else:
+                with tempfile.TemporaryDirectory(prefix="wirewise-prolog-") as scratch:
+                    dog.scratch = scratch
+                    prolog(store, rules, outcome, read_job_env(), started + limit, scratch)
+    except Exception as exc:  # noqa: BLE001 - wirewise's own failure is not the node's (the module's docstring)
+        outcome.not_judged = _why(exc)
+    finally:
+        dog.cancel()
+    if outcome.not_judged:
+        outcome.notes.append(f"{outcome.node}: not judged: {outcome.not_judged}")
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _limit(rules: Rules, mode: str) -> float:
+    return rules.health_check.time_limit_s if mode == HEALTH_CHECK else rules.prolog.time_limit_s
+
+
+def _why(exc: Exception) -> str:
+    """An exception as the one line of a note: a UserError says it itself; others name their type."""
+    from wirewise.errors import UserError
+
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return first if isinstance(exc, UserError) else f"{type(exc).__name__}: {first}"
+
+
+def _open_store(db: str | None, limit_s: float):
+    """The store, never created here (slurmd's working folder is no place for one); a statement
+    waits for a locked database a third of the time limit at most."""
+    from wirewise.errors import UserError
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.engine import WAIT_ENV, display_url
+
+    os.environ[WAIT_ENV] = f"{limit_s / 3:g}"
+    store = Store.open_existing(db)
+    if store is None:
+        raise UserError(f"no database at {display_url(db)} (the wrapper gives one with --db or WIREWISE_DB: README, "
+                        "\"Slurm's health check and prolog\")")
+    return store
+
+
+def health_check(store, rules: Rules, outcome: NodeOutcome, report_only: bool = False, probe=None) -> NodeOutcome:
     """The live rules twice (a fault must be seen on both reads), the node's open findings,
     and a drain when either calls for one."""
     from wirewise.orchestrator.health.doctor import stored_wiring
@@ -93,9 +184,8 @@ def health_check(store, rules: Rules, node: str, report_only: bool = False, prob
     from wirewise.orchestrator.store.health import findings as stored_findings, record_check
     from wirewise.topology.probe import probe_node
 
-    started = time.monotonic()
     probe = probe or probe_node
-    outcome = NodeOutcome(node, "health-check")
+    node = outcome.node
     wiring = stored_wiring(store, node)
     first, judged = live_findings(node, probe, wiring, rules, outcome.notes)
     if first:
@@ -121,7 +211,6 @@ def health_check(store, rules: Rules, node: str, report_only: bool = False, prob
     outcome.findings += [from_json({**row, "check": row["rule"]}) for row in confirmed]
     if outcome.findings and not report_only:
         drain_here(store, rules, outcome, role="slurmd health check")
-    outcome.seconds = time.monotonic() - started
     return outcome
 
 
@@ -130,8 +219,9 @@ def drain_here(store, rules: Rules, outcome: NodeOutcome, role: str, detail: str
     guardrails; a node already drained or down is left as it is."""
     from wirewise.orchestrator.health.guard import Budget, asked_by
     from wirewise.orchestrator.slurm.nodes import slurm_nodes
-    from wirewise.orchestrator.store.health import claim_drains
+    from wirewise.orchestrator.store.health import SKIPPED, claim_drains, utcnow
 
+    seen_at = utcnow()
     states = slurm_nodes()
     state = states.get(outcome.node)
     if state is None:
@@ -143,8 +233,11 @@ def drain_here(store, rules: Rules, outcome: NodeOutcome, role: str, detail: str
     lead = most_severe(outcome.findings)
     [claim] = claim_drains(store, [{"node": outcome.node, "reason": lead.reason, "action": outcome.mode,
                                      "evidence": {"findings": [f.to_json() for f in outcome.findings]}}],
-                           Budget(rules.guardrails, states), asked_by(role))
+                           Budget(rules.guardrails, states), asked_by(role), _limit(rules, outcome.mode), seen_at)
     outcome.acted = [lead]
+    if claim["outcome"] == SKIPPED:
+        outcome.notes.append(f"{outcome.node}: not drained here: {claim['detail']}")
+        return
     if claim["outcome"] == "held":
         outcome.held = claim["detail"]
         outcome.notes.append(f"{outcome.node}: not drained: {claim['detail']}")
@@ -154,17 +247,19 @@ def drain_here(store, rules: Rules, outcome: NodeOutcome, role: str, detail: str
 
 
 def apply_drain(store, claim: dict[str, Any], detail: str | None = None, campaign: str | None = None) -> None:
-    """The claimed drain, through Slurm; its audit row says how it went."""
+    """The claimed drain, through Slurm; its audit row says how it went (a stop waits for both)."""
+    from wirewise.orchestrator.health.stops import stops_held
     from wirewise.orchestrator.slurm.command import SlurmError
     from wirewise.orchestrator.slurm.states import drain
     from wirewise.orchestrator.store.health import DRAINED, set_outcome
 
-    try:
-        drain(claim["node"], claim["reason"])
-    except SlurmError as exc:
-        set_outcome(store, claim["id"], "failed", str(exc))
-        raise
-    set_outcome(store, claim["id"], DRAINED, detail, campaign)
+    with stops_held():
+        try:
+            drain(claim["node"], claim["reason"])
+        except SlurmError as exc:
+            set_outcome(store, claim["id"], "failed", str(exc))
+            raise
+        set_outcome(store, claim["id"], DRAINED, detail, campaign)
 
 
 def most_severe(found: list[Finding]) -> Finding:
@@ -185,42 +280,32 @@ def job_gpus(job: JobEnv) -> list[int]:
         return []
 
 
-def prolog(store, rules: Rules, node: str, job: JobEnv, deadline: float) -> NodeOutcome:
-    """The job's collective, judged; a drain for a fault (under the guardrails)."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
+def prolog(store, rules: Rules, outcome: NodeOutcome, job: JobEnv, deadline: float, folder: str) -> NodeOutcome:
+    """The job's collective (run in `folder`), judged; a drain for a fault (under the guardrails)."""
     from wirewise.jobs.launch import run_task
     from wirewise.orchestrator.record.collect import ingest_patiently
     from wirewise.workloads import Ranks
-    from wirewise.workloads.collective import CollectiveParams
 
-    outcome = NodeOutcome(node, "prolog")
-    started = time.monotonic()
+    node = outcome.node
     gpus = job_gpus(job)
     if len(gpus) < 2:
         outcome.notes.append(f"{node}: the job holds {len(gpus)} GPU(s): no collective to check")
         return outcome
     setting = rules.prolog
-    params = CollectiveParams(ops=[setting.op], min_bytes=setting.min_bytes, max_bytes=setting.max_bytes,
-                              iters=setting.iters, warmup=setting.warmup, check=True)
     ranks = Ranks(gpus, len(gpus), setting.backend or "nccl")  # on the job's GPUs: fingerprinted with the node's wiring
     budget_s = max(1.0, deadline - time.monotonic() - 3.0)  # 3 s to judge, store and drain
-    spec = params.to_task(ranks, timeout_s=budget_s, node=node)
-    folder = Path(tempfile.mkdtemp(prefix="wirewise-prolog-"))
+    spec = setting.params().to_task(ranks, timeout_s=budget_s, node=node)
+    result = run_task(spec, folder)
     try:
-        result = run_task(spec, folder)
         records, _ = ingest_patiently(store, result, patience_s=max(0.5, deadline - time.monotonic() - 2.0))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    except UserError as exc:  # its results go with its scratch folder: a prolog's check is not kept for later
+        raise UserError(f"its collective ran, but its results could not be stored: {str(exc).split(';')[0]}") from None
     outcome.findings = prolog_findings(store, rules, node, records)
     from wirewise.orchestrator.store.health import record_check
 
     record_check(store, node, "prolog", {"busbw-below-baseline", "task-failed"}, outcome.findings, confirmed=True)
     if outcome.findings:
         drain_here(store, rules, outcome, role=f"prolog of job {job.job_id or '?'}")
-    outcome.seconds = time.monotonic() - started
     return outcome
 
 

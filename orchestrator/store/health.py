@@ -6,7 +6,10 @@ found again is updated in place (its id, first sighting and confirmation kept), 
 longer finds is cleared, saying by what. Drains are claimed under the guardrails in one
 transaction that holds the audit table for its length (SQLite's BEGIN IMMEDIATE, PostgreSQL's
 table lock), so health checks that fire on every node at once cannot together drain more than
-the guardrails allow.
+the guardrails allow. A claim holds its node until the time its claimant gave (`claim_until` in
+its evidence): meanwhile another claim of the node is skipped, so two `fleet drain --apply` at
+once repeat and drain a node once. A claim its claimant never resolved (the process was
+killed) is marked `abandoned` once that time has passed, and counts against no guardrail.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from wirewise.orchestrator.store.read import POSTGRESQL, SQLITE, Dialect, Params
 
 OPEN, CLEARED = "open", "cleared"
 CLAIMED, DRAINED = "claimed", "drained"  # a drain's outcome while it is being applied, and once Slurm took it
+SKIPPED, ABANDONED = "skipped", "abandoned"  # a claim not made (another holds the node); one its claimant left
 DRAINING_ACTIONS = ("drain", "health-check", "prolog")  # the actions that drain: the guardrails count them all
 
 # The columns the read path returns, each with how its value reads back (read.Dialect: json,
@@ -286,14 +290,17 @@ def last_drains(store: Store, nodes: list[str]) -> dict[str, dict[str, Any]]:
 
 Budget = Callable[[str, int, set[str]], str | None]  # (node, drains in the last hour, nodes claimed lately) -> why not
 DRAIN_WINDOW = timedelta(hours=1)  # the guardrails' max_per_hour: the drains of the last 60 minutes
-RECENT_CLAIMS = timedelta(minutes=10)  # nodes claimed this lately count as out: Slurm may not show their drain yet
+RECENT_CLAIMS = timedelta(minutes=10)  # nodes drained this lately count as out: Slurm may not show their drain yet
 
 
-def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, asked_by: str) -> list[dict[str, Any]]:
+def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, asked_by: str, hold_s: float,
+                 seen_at: datetime | None = None) -> list[dict[str, Any]]:
     """Claim drains under the guardrails, in one transaction that holds the audit table: each
     wanted drain (`node`, `reason`, `evidence`, `action` (default drain)) becomes an action row,
-    `claimed` while `budget` says nothing against it, else `held` with what it said
-    (`_budgeted`). Returns the rows, in order."""
+    `claimed` (for `hold_s` seconds at most) while `budget` says nothing against it, else `held`
+    with what it said (`_budgeted`). A node another claimant holds, or one a drain of wirewise's
+    took after `seen_at` (when the caller read Slurm's states), is not claimed: its row is
+    returned `skipped`, with why, and not stored. Returns the rows, in order."""
     from sqlalchemy import insert, text
 
     from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
@@ -309,17 +316,40 @@ def claim_drains(store: Store, wanted: list[dict[str, Any]], budget: Budget, ask
         def rows_of(sql: str, p: Params) -> list[tuple]:  # read inside this transaction, under its lock
             return connection.exec_driver_sql(sql, tuple(p.values)).all()
 
-        lately = _drains_lately(rows_of, POSTGRESQL if postgresql else SQLITE, now)
+        dialect = POSTGRESQL if postgresql else SQLITE
+        _abandon_expired(session, rows_of, dialect, now)
+        taken = _taken(rows_of, dialect, now, seen_at)
+        free = [item for item in wanted if item["node"] not in taken]
+        lately = _drains_lately(rows_of, dialect, now)
+        said = dict(zip((id(item) for item in free), _budgeted(budget, [item["node"] for item in free], *lately)))
         rows = []
-        for item, why in zip(wanted, _budgeted(budget, [item["node"] for item in wanted], *lately)):
-            row = {"node": item["node"], "action": item.get("action", "drain"), "outcome": CLAIMED if why is None else "held",
-                   "reason": item["reason"], "detail": why, "evidence": _plain(item.get("evidence") or {}),
-                   "asked_by": asked_by, "campaign": item.get("campaign"), "at": now}
+        for item in wanted:
+            row = {"node": item["node"], "action": item.get("action", "drain"), "reason": item["reason"], "asked_by": asked_by,
+                   "campaign": item.get("campaign"), "at": now}
+            if item["node"] in taken:
+                rows.append({**row, "outcome": SKIPPED, "detail": taken[item["node"]], "evidence": {}, "id": None})
+                continue
+            why = said[id(item)]
+            evidence = _plain(item.get("evidence") or {})
+            if why is None:
+                evidence["claim_until"] = (now + timedelta(seconds=hold_s)).isoformat()
+            row.update(outcome=CLAIMED if why is None else "held", detail=why, evidence=evidence)
             row["id"] = session.execute(insert(ACTIONS).values(**row)).inserted_primary_key[0]
             rows.append(row)
         return rows
 
     return store.write(work)
+
+
+def release_claims(store: Store, ids: list[int], outcome: str, detail: str) -> None:
+    """Claims still `claimed` given their outcome (an interrupted or failed claimant's): none dangles."""
+    if ids:
+        from sqlalchemy import update
+
+        from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
+        store.write(lambda session: session.execute(update(ACTIONS).where(ACTIONS.c.id.in_(ids), ACTIONS.c.outcome == CLAIMED)
+                                                    .values(outcome=outcome, detail=detail)))
 
 
 def drain_budget(store: Store, nodes: list[str], budget: Budget, now: datetime | None = None) -> list[str | None]:
@@ -330,15 +360,50 @@ def drain_budget(store: Store, nodes: list[str], budget: Budget, now: datetime |
     return _budgeted(budget, nodes, *lately)
 
 
-def _drains_lately(rows_of: Callable[[str, Params], list[tuple]], d: Dialect, now: datetime) -> tuple[int, set[str]]:
-    """(how many drains wirewise claimed or applied in the DRAIN_WINDOW before `now`, the nodes
-    of those claimed in the last RECENT_CLAIMS), read by `rows_of(sql, params)`."""
+def _claims(rows_of: Callable[[str, Params], list[tuple]], d: Dialect, now: datetime) -> list[tuple[int, str, str, datetime]]:
+    """(id, node, who, until) of every drain still `claimed`; `until` None where unknown."""
     p = Params(d)
-    taken = rows_of(f"SELECT node, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
-                    f"AND outcome IN ({p.each((CLAIMED, DRAINED))}) AND at >= {p(d.moment(now - DRAIN_WINDOW))}", p)
-    return len(taken), {node for node, at in taken if d.when(at) >= now - RECENT_CLAIMS}
+    found = []
+    for action_id, node, who, evidence, at in rows_of(
+            f"SELECT id, node, asked_by, evidence, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
+            f"AND outcome = {p(CLAIMED)}", p):
+        until = (d.json(evidence) or {}).get("claim_until")
+        found.append((action_id, node, who, datetime.fromisoformat(until) if until else d.when(at) + RECENT_CLAIMS))
+    return found
 
 
+def _abandon_expired(session, rows_of, d: Dialect, now: datetime) -> None:
+    from sqlalchemy import update
+
+    from wirewise.orchestrator.store.schema import FLEET_ACTIONS as ACTIONS
+
+    for action_id, _, _, until in _claims(rows_of, d, now):
+        if until <= now:
+            session.execute(update(ACTIONS).where(ACTIONS.c.id == action_id).values(
+                outcome=ABANDONED, detail=f"its claimant did not resolve it by {until:%Y-%m-%d %H:%M:%S} UTC (it was stopped)"))
+
+
+def _taken(rows_of, d: Dialect, now: datetime, seen_at: datetime | None) -> dict[str, str]:
+    """node -> why it cannot be claimed now: another claim holds it, or wirewise drained it after `seen_at`."""
+    taken = {node: f"claimed by {who} until {until:%H:%M:%S} UTC: its repeat and drain are under way there"
+             for _, node, who, until in _claims(rows_of, d, now) if until > now}
+    if seen_at is not None:
+        p = Params(d)
+        for node, who, at in rows_of(f"SELECT node, asked_by, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
+                                     f"AND outcome = {p(DRAINED)} AND at >= {p(d.moment(seen_at))}", p):
+            taken.setdefault(node, f"drained by {who} at {d.when(at):%H:%M:%S} UTC, after its state was read")
+    return taken
+
+
+def _drains_lately(rows_of: Callable[[str, Params], list[tuple]], d: Dialect, now: datetime) -> tuple[int, set[str]]:
+    """(how many drains wirewise holds claimed or applied in the DRAIN_WINDOW before `now`, the
+    nodes of those: claimed now, or drained in the last RECENT_CLAIMS), read by `rows_of(sql, params)`."""
+    p = Params(d)
+    drained = rows_of(f"SELECT node, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
+                      f"AND outcome = {p(DRAINED)} AND at >= {p(d.moment(now - DRAIN_WINDOW))}", p)
+    claimed = [(node, until) for _, node, _, until in _claims(rows_of, d, now) if until > now]
+    recent = {node for node, at in drained if d.when(at) >= now - RECENT_CLAIMS} | {node for node, _ in claimed}
+    return len(drained) + len(claimed), recent
 def _budgeted(budget: Budget, nodes: list[str], hour: int, recent: set[str]) -> list[str | None]:
     """`budget`'s answer for each node in turn, told the drains of the last hour and the nodes
     claimed lately, each node it lets through counted in for the next."""

@@ -13,7 +13,13 @@ Each input expects one class:
   aside), no traceback, and nothing half-written: the database's rows and the case folder's
   files are as they were;
 - accepted: exit 0 or 1, no traceback, valid JSON on stdout where --json is given (no NaN or
-  Infinity), every time in it ISO 8601 with its zone.
+  Infinity), every time in it ISO 8601 with its zone;
+- not judged (`doctor --health-check` and `--prolog` run as slurmd runs them: a bare
+  environment, the case folder as slurmd's working folder): exit 0 (slurmd drains a node for
+  any other), `"judged": false` and nothing drained, a `not judged` note, no database created,
+  nothing changed, no temporary folder left in TMPDIR;
+- spared (the same commands with inputs they may judge or not): exit 0, nothing drained,
+  nothing left in TMPDIR.
 The API's inputs run a small driver that prints an AdviceError as the CLI prints an error (one
 line, exit 2): any other exception is a traceback, which does not hold.
 For every input: no planted file from an injection attempt appears, no job script handed to the
@@ -60,9 +66,11 @@ class Case:
     args: list[str]
     expect: str  # "refused" or "accepted"
     files: dict = field(default_factory=dict)  # name -> bytes | str | ("fifo",) | ("dir",) | ("link", target)
-    base: str = "full"  # "full" (results and a finished campaign) or "empty" (a migrated, empty database)
+    base: str = "full"  # "full" (results and a finished campaign), "empty" (a migrated, empty database) or "none"
     campaign: bool = False  # copy the campaign folder into the case folder
     sbatch: bool = False  # the stand-in sbatch first on PATH
+    slurm: bool = False  # a stand-in sinfo first on PATH: partition gpu of nodes n1 and n2, both idle
+    bare: dict | None = None  # the whole environment, as slurmd gives it (TMPDIR added: the case folder's tmp)
     stdin: bytes | None = None
     timeout: float = 40
     check: Callable | None = None  # (proc, folder) -> problem or None
@@ -95,14 +103,25 @@ def system_path(root: Path) -> str:
     (fake / "scontrol").write_text("#!/bin/sh\necho 'MaxArraySize            = 1001'\n")
     for tool in fake.iterdir():
         tool.chmod(0o755)
+    fleet = root / "slurmbin"
+    fleet.mkdir()
+    nodes = " ".join(f"'{n}|gpu*|idle|gpu:h200:8(S:0-1)|nvl|root(0)|2026-12-01T10:00:00|none'" for n in ("n1", "n2"))
+    (fleet / "sinfo").write_text('#!/bin/sh\npart=""\nwhile [ $# -gt 0 ]; do [ "$1" = -p ] && part="$2"; shift; done\n'
+                                 f'for line in {nodes}; do\n'
+                                 '  case ",$part," in ",,"|*",gpu,"*) echo "$line";; esac\ndone\n')
+    (fleet / "sinfo").chmod(0o755)
     return str(sysbin)
 
 
-def environment(root: Path, folder: Path, sbatch: bool) -> dict:
+def environment(root: Path, folder: Path, sbatch: bool, slurm: bool = False, bare: dict | None = None) -> dict:
+    if bare is not None:
+        return {**bare, "TMPDIR": str(folder / "tmp")}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WIREWISE_", "SLURM_"))}
     bins = [str(Path(WIREWISE).parent), str(root / "sysbin")]
     if sbatch:
         bins.insert(0, str(root / "fakebin"))
+    if slurm:
+        bins.insert(0, str(root / "slurmbin"))
     env.update(PATH=os.pathsep.join(bins), WIREWISE_RUNS=str(folder / "runs"), CAPTURE=str(folder / "captured"),
                WIREWISE_DB=f"sqlite:///{folder / 'wirewise.db'}", MARK=str(folder / "PWNED"), PYTHONDONTWRITEBYTECODE="1",
                XDG_DATA_HOME=str(folder / "xdg-data"), XDG_CONFIG_HOME=str(folder / "xdg-config"),
@@ -185,7 +204,7 @@ def folder_state(folder: Path) -> set:
         for name in dirs + files:
             path = Path(root) / name
             rel = str(path.relative_to(folder))
-            if rel.startswith(("wirewise.db", "captured")):
+            if rel.startswith(("wirewise.db", "captured", "tmp")):
                 continue
             st = path.lstat()
             seen.add((rel, st.st_mode >> 12, st.st_size if name in files else 0, st.st_mtime_ns if name in files else 0))
@@ -212,6 +231,8 @@ def judge(case: Case, code, out: str, err: str, folder: Path, before: tuple) -> 
                 return f"exit {code}, the job script holds an injected line: {line!r}"
     if code not in (0, 1, 2) and not (case.args[:1] == ["doctor"] and code == NOT_JUDGED):
         return f"exit {code} (killed or crashed): {last_lines(err)}"
+    if case.expect in ("not judged", "spared"):
+        return judge_on_node(case, code, out, err, folder, before)
     if case.expect == "refused":
         lines = [line for line in err.strip().splitlines() if not line.startswith(ASIDE)]
         if code != 2:
@@ -259,6 +280,31 @@ def zoned(text: str) -> bool:
         return "T" in text and datetime.fromisoformat(text).tzinfo is not None
     except ValueError:
         return False
+
+
+def judge_on_node(case: Case, code, out: str, err: str, folder: Path, before: tuple) -> str | None:
+    """What slurmd must get from `doctor --health-check` and `--prolog`: exit 0 unless the node
+    was drained for a fault (nothing can be drained here: no Slurm), nothing left behind."""
+    if code != 0:
+        return f"exit {code}: slurmd drains the node: {last_lines(err or out)}"
+    left = sorted(p.name for p in (folder / "tmp").iterdir())
+    if left:
+        return f"left in TMPDIR: {left[:3]}"
+    try:
+        outcome = strict_json(out) if "--json" in case.args else None
+    except ValueError as exc:
+        return f"--json output is not JSON ({exc}): {out[:120]!r}"
+    if outcome is not None and outcome.get("drained"):
+        return "drained, with no Slurm to drain it"
+    if case.expect == "not judged":
+        if outcome is not None and outcome.get("judged") is not False:
+            return f"judged the node: {out[:160]!r}"
+        if "not judged: " not in err:
+            return f"no `not judged` note on stderr: {last_lines(err, 2)}"
+        after = (db_state(folder / "wirewise.db"), folder_state(folder))
+        if after != before:
+            return "not judged, but the database or the folder changed"
+    return None
 
 
 def last_lines(text: str, n: int = 1) -> str:
@@ -324,8 +370,10 @@ def prepare_folder(root: Path, case: Case, folder: Path) -> None:
     base = root / case.base
     folder.mkdir()
     (folder / "captured").mkdir()
-    with sqlite3.connect(base / "wirewise.db") as source, sqlite3.connect(folder / "wirewise.db") as copy:
-        source.backup(copy)
+    (folder / "tmp").mkdir()
+    if case.base != "none":
+        with sqlite3.connect(base / "wirewise.db") as source, sqlite3.connect(folder / "wirewise.db") as copy:
+            source.backup(copy)
     if case.campaign:
         shutil.copytree(base / "runs", folder / "runs", symlinks=True)
         with sqlite3.connect(folder / "wirewise.db") as conn:
@@ -352,7 +400,8 @@ def try_case(root: Path, index: int, case: Case) -> tuple[Case, str | None, floa
     folder = root / "cases" / f"{index:04d}"
     prepare_folder(root, case, folder)
     args = [substitute(a, folder) for a in case.args]
-    env = environment(root, folder, case.sbatch)
+    env = environment(root, folder, case.sbatch, case.slurm,
+                      None if case.bare is None else {k: substitute(v, folder) for k, v in case.bare.items()})
     env.update({name: substitute(value, folder) for name, value in case.env.items()})
     before = (db_state(folder / "wirewise.db"), folder_state(folder))
     start = time.monotonic()
@@ -878,7 +927,88 @@ def cases() -> list[Case]:
     R(S, "results", "--db", "bogus://")
     R(S, "campaign", "list", "--db", "sqlite:////dev/zero")
     out += issue_29_cases()
+    out += health_loop_cases()
     return [case for case in out if case is not None]
+
+
+def health_loop_cases() -> list[Case]:
+    """Issue 29's surfaces where wirewise acts on a cluster: the health check and the prolog as
+    slurmd runs them (exit 0 unless the node is at fault), and fleet status, drain, retest and
+    resume (a stand-in sinfo lists partition gpu: n1, n2)."""
+    import yaml
+
+    out: list[Case] = []
+    slurmd = {"SLURMD_NODENAME": "n1"}
+    job = {**slurmd, "SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "0,1"}
+    bad_rules = {
+        "min_bytes above max_bytes": "prolog: {min_bytes: 512M}\n", "iters 10^12": "prolog: {iters: 1000000000000}\n",
+        "time_limit_s .inf": "prolog: {time_limit_s: .inf}\n", "time_limit_s .nan": "health_check: {time_limit_s: .nan}\n",
+        "time_limit_s 0": "health_check: {time_limit_s: 0}\n", "too much work": "prolog: {iters: 1000, max_bytes: 1G}\n",
+        "repeats yes": "repeats: yes\n", "sigmas .inf": "rules: {busbw-below-baseline: {sigmas: .inf}}\n",
+        "max_share nan": "guardrails: {max_share: .nan}\n", "max_per_hour 10^30": "guardrails: {max_per_hour: " + "9" * 30 + "}\n",
+        "op bogus": "prolog: {op: bogus}\n", "backend mpi": "prolog: {backend: mpi}\n", "min_bytes 1.5": "prolog: {min_bytes: 1.5}\n",
+        "min_bytes list": "prolog: {min_bytes: [1]}\n", "unknown key": "prolg: {}\n", "a list": "- a\n- b\n",
+        "bad YAML": "prolog: [\n", "non-UTF-8": b"prolog: \x80\x81", "python tag": "!!python/object/apply:os.system ['touch x']\n",
+        "alias bomb": "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(f"{c}: &{c} [*{q},*{q},*{q},*{q},*{q},*{q},*{q},*{q},*{q}]\n"
+                                                         for q, c in zip("abcdefgh", "bcdefghi")),
+        "deep": "a: " + "{a: " * 200 + "1" + "}" * 200 + "\n", "rules null": "rules: null\n", "2 MiB": "# " + "x" * 2 * 1024**2,
+    }
+    rules_paths = {"missing": "@nope.yaml", "folder": "{d}", "/dev/zero": "/dev/zero", "FIFO": "@fifo.yaml"}
+    dbs = ["sqlite:////nonexistent/wirewise.db", "sqlite:///{d}/missing.db", "sqlite:////dev/zero", "sqlite:///{d}",
+           "sqlite:///{d}/garbage.db", "sqlite:///{d}/fifo.db", "sqlite://", "sqlite:///:memory:", "bogus://",
+           "mysql://x@localhost/db", "postgresql+psycopg://nobody@127.0.0.1:1/x", "not a url", "sqlite:///{d}/no/such/x.db"]
+    side = {"garbage.db": "this is not a database" * 100, "fifo.db": ("fifo",), "fifo.yaml": ("fifo",)}
+
+    S = "health check"
+    for mode, env in (("--health-check", slurmd), ("--prolog", job)):
+        S = "health check" if mode == "--health-check" else "prolog"
+        on = lambda *args, expect="not judged", **kw: out.append(Case(S, ["doctor", mode, *args, "--json"], expect,
+                                                                       bare=kw.pop("bare", env), timeout=kw.pop("timeout", 60), **kw))
+        on(base="none", note="no database configured")
+        for db in dbs:
+            on("--db", db, base="none", files=side)
+        for name, body in bad_rules.items():
+            on("--db", "sqlite:///{d}/wirewise.db", "--rules", "@rules.yaml", files={"rules.yaml": body}, note=name)
+        for name, path in rules_paths.items():
+            on("--db", "sqlite:///{d}/wirewise.db", "--rules", path, files=side, timeout=30, note=name)
+        on("--dbb", "x", note="a misspelt option in the wrapper")
+        on("--report-only" if mode == "--prolog" else "--prolog", note="contradicting options")
+        on("--db", "sqlite:///{d}/wirewise.db", "--rules", "@rules.yaml", files={"rules.yaml": "prolog: {time_limit_s: 6}\n"},
+           expect="spared", note="a short time limit")
+        for node in ("", "a\nb", "$(touch {mark})", "x" * 5000, "[/]", "-rf"):
+            on("--db", "sqlite:///{d}/wirewise.db", "--node", node, expect="spared",
+               **({} if mode == "--health-check" else {"bare": {**job, "SLURM_JOB_GPUS": ""}}))
+        for name, value in (("SLURMD_NODENAME", ""), ("SLURMD_NODENAME", "a b"), ("SLURMD_NODENAME", "$(touch {mark})"),
+                            ("WIREWISE_DB", "bogus://"), ("WIREWISE_DB_WAIT_S", "nan"), ("WIREWISE_DB_WAIT_S", "-1")):
+            on("--db", "sqlite:///{d}/wirewise.db", bare={**env, name: value, "SLURM_JOB_GPUS": ""}, expect="spared",
+               note=f"{name}={value}")
+    S = "prolog"
+    for gpus in ("", "abc", "0-99999999999", "-1", "0,,1", "0" * 5000, "0", "1-0", "0,0"):
+        out.append(Case(S, ["doctor", "--prolog", "--db", "sqlite:///{d}/wirewise.db", "--json"], "spared",
+                        bare={**job, "SLURM_JOB_GPUS": gpus}, timeout=60, note=f"SLURM_JOB_GPUS={gpus[:20]}"))
+
+    S = "fleet actions"
+    fleet = lambda *args, expect="refused", **kw: out.append(Case(S, ["fleet", *args], expect, slurm=True, timeout=60, **kw))
+    for verb in ("status", "drain", "retest", "resume"):
+        for partition in ("debgu", "gpu,debgu", "GPU", "$(touch {mark})", "a\nb", "-x", "x" * 5000):
+            fleet(verb, "--partition", partition)
+        for node in ("nosuch", "n1,n2", "a\nb", ""):
+            fleet(verb, "--node", node)
+        fleet(verb, "--partition", "gpu", "--json", expect="accepted")
+        out.append(Case(S, ["fleet", verb], "refused", timeout=60, note="no Slurm here"))
+    for verb in ("drain", "retest"):
+        for timeout in ("nan", "inf", "-inf", "1e300", "1e400", "0", "29.9", "-5", "abc", "", "31536001"):
+            fleet(verb, "--apply", "--timeout", timeout)
+        for timeout in ("30", "31536000"):
+            fleet(verb, "--apply", "--timeout", timeout, "--json", expect="accepted")
+        for name in ("min_bytes above max_bytes", "iters 10^12", "time_limit_s .inf", "bad YAML", "alias bomb"):
+            fleet(verb, "--apply", "--rules", "@rules.yaml", files={"rules.yaml": bad_rules[name]}, note=name)
+    for beyond in ("-1", "abc", "1e30", "99999999999999999999"):
+        fleet("drain", "--apply", "--beyond-guardrails", beyond)
+    fleet("drain", "--apply", "--json", expect="accepted")
+    fleet("resume", "--apply", "--json", expect="accepted")
+    fleet("status", "--json", expect="accepted", base="empty")
+    return out
 
 
 def says_gone(code, out, err, d: Path) -> str | None:

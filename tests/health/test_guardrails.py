@@ -46,7 +46,7 @@ def _claim(url: str, node: str, barrier, outcomes) -> None:
     store = Store(url)
     barrier.wait()
     [row] = claim_drains(store, [{"node": node, "reason": "wirewise:test:x:-1"}], Budget(Guardrails(max_share=0.25, max_per_hour=5), states),
-                         "a test")
+                         "a test", 600)
     outcomes.put(row["outcome"])
 
 
@@ -85,11 +85,11 @@ def test_a_dry_run_is_told_the_drains_a_claim_is(database, tmp_path, request):
     store = Store(url)
     states = parse_sinfo(sinfo(*[(f"n{i}", "gpu", "idle", "none") for i in range(8)]))
     rails = Guardrails(max_share=0.125, max_per_hour=5)
-    [first] = claim_drains(store, [{"node": "n0", "reason": "wirewise:test:x:-1"}], Budget(rails, states), "a test")
+    [first] = claim_drains(store, [{"node": "n0", "reason": "wirewise:test:x:-1"}], Budget(rails, states), "a test", 600)
     assert first["outcome"] == "claimed"
     [dry] = drain_budget(store, ["n1"], Budget(rails, states))
     assert dry is not None and dry.startswith("guardrail max_share: partition gpu has 1 of 8 node(s) unavailable")
-    [held] = claim_drains(store, [{"node": "n1", "reason": "wirewise:test:x:-1"}], Budget(rails, states), "a test")
+    [held] = claim_drains(store, [{"node": "n1", "reason": "wirewise:test:x:-1"}], Budget(rails, states), "a test", 600)
     assert (held["outcome"], held["detail"]) == ("held", dry)
     assert drain_budget(store, ["n2", "n3"], Budget(rails, states), now=utcnow() + timedelta(hours=2)) == [
         None, "guardrail max_share: partition gpu has 1 of 8 node(s) unavailable and allows 1 (max_share 0.125, at least one)"]

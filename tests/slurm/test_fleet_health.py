@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ import yaml
 
 from tests.campaign.test_slurm import wait_for
 from tests.conftest import WIREWISE, wirewise, wirewise_json
-from tests.slurm.fixture import cancel_jobs_under
+from tests.slurm.fixture import cancel_jobs_under, sbatch
 
 pytestmark = pytest.mark.multinode
 # A node's own loopback (its single-node gloo ranks) or its link to the others (pair tests).
@@ -47,7 +49,10 @@ class Fleet:
     """The cluster, a database and a rules file for one test; what it plants is undone after."""
 
     def __init__(self, cluster, folder: Path, db: str) -> None:
+        from wirewise.orchestrator.store import Store
+
         self.cluster, self.folder, self.db = cluster, folder, db
+        Store(db)  # made by the site first: the health check and the prolog never create one
         self.rules = folder / "rules.yaml"
         self.rules.write_text(yaml.safe_dump(RULES))
         self.hooks = cluster.state_dir / "hooks"
@@ -79,7 +84,7 @@ class Fleet:
         else:
             path.write_text(json.dumps(faults))
 
-    def hook(self, name: str, args: list[str]) -> Path:
+    def hook(self, name: str, args: list[str], db: str | None = None, rules: Path | None = None) -> Path:
         """slurmd's HealthCheckProgram or Prolog (multinode.sh runs STATE/hooks/NAME): a wrapper as a
         site writes one (README), since slurmd gives it no PATH and no arguments. Its output
         goes to a log per node."""
@@ -90,7 +95,8 @@ class Fleet:
             "#!/bin/sh\n"
             f"export PATH={self.cluster.slurm_bin}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin\n"
             f"export SLURM_CONF={self.cluster.conf} PYTHONPATH={self.cluster.state_dir / 'node' / 'python'}\n"
-            f"exec {WIREWISE} doctor --{name} --db {self.db} --rules {self.rules} {' '.join(args)} >>{log}.$SLURMD_NODENAME 2>&1\n"
+            f"exec {WIREWISE} doctor --{name} --db {db or self.db} --rules {rules or self.rules} {' '.join(args)} "
+            f">>{log}.$SLURMD_NODENAME 2>&1\n"
         )
         script.chmod(0o755)
         return log
@@ -274,3 +280,124 @@ def test_slurms_prolog_drains_a_slow_node_and_the_job_is_requeued(fleet):
     queued = wait_for(lambda: subprocess.run(["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True).stdout.strip(),
                       30, "the job back in the queue")
     assert queued.startswith("PENDING"), queued
+
+
+def trail(fleet, node: str) -> list[tuple[str, str]]:
+    [row] = fleet.json("fleet", "status", "--node", node)
+    return [(a["action"], a["outcome"]) for a in row["actions"]]
+
+
+def plant_pair_finding(fleet, node: str, partners: list[str]) -> None:
+    """The finding `fleet pairs` opens for a bad node (wirewise.orchestrator.health.pairs), stored
+    as it stores it: what its repeat runs is the pair test against one of `partners`."""
+    from wirewise.orchestrator.health.findings import Finding
+    from wirewise.orchestrator.health.pairs import RULE
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import record_check
+
+    test = {"op": "all_reduce", "size": 2 * 1024**2, "iters": 3, "warmup": 1, "backend": "gloo", "gpus": 1, "timeout_s": 120}
+    found = Finding(node, RULE, "pair test pairs-x: best pair 0.01 GB/s busbw, 1% of the fleet's 0.86 GB/s", "check the link",
+                    metric="all_reduce.busbw", delta="-98.9%", key=f"{RULE}|all_reduce|{test['size']}|gloo",
+                    measurement={"workload": "pairs", "partners": partners, "test": test},
+                    reference={"workload": "pairs", "metric": "busbw_gbs", "reference_gbs": 0.86, "floor": 0.086,
+                               "tolerance": 0.9, "campaign": "pairs-x"})
+    record_check(Store(fleet.db), node, "pairs", {RULE}, [found])
+
+
+def test_the_prolog_and_health_check_never_drain_a_node_for_their_own_errors(fleet):
+    """The issue's set-up, as slurmd runs it: a prolog whose rules file asks for min_bytes above
+    max_bytes, a health check whose wrapper names a database that does not exist. Every node
+    went `drained / Prolog error` and every job `launch failed requeued held`. Now each says
+    `not judged` in its log and exits 0: the job runs, every node stays idle."""
+    bad = fleet.folder / "bad-rules.yaml"
+    bad.write_text(yaml.safe_dump({**RULES, "prolog": {**RULES["prolog"], "min_bytes": "512M"}}))
+    prolog = fleet.hook("prolog", [], rules=bad)
+    checks = fleet.hook("health-check", [], db=f"sqlite:///{fleet.folder / 'no-such-folder' / 'wirewise.db'}")
+    done = subprocess.run(["srun", "-w", "wwn2", "--gpus=2", "true"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "not judged: " in Path(f"{prolog}.wwn2").read_text()
+    said = lambda node: Path(f"{checks}.{node}").read_text() if Path(f"{checks}.{node}").exists() else ""
+    wait_for(lambda: all("wirewise: note: " in said(n) for n in fleet.cluster.nodes), 30, "a health check on every node")
+    for node in fleet.cluster.nodes:
+        assert f"{node}: not judged: no database at" in said(node)
+    assert all(state == ("idle", None) for state in states().values()), states()
+    assert not (fleet.folder / "no-such-folder").exists()
+
+
+def test_a_misspelt_partition_is_an_error_not_an_empty_fleet(fleet):
+    for verb in ("status", "drain", "retest", "resume"):
+        done = fleet.ww("fleet", verb, "--partition", "debgu")
+        assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+            "wirewise: error: --partition 'debgu': Slurm has no such partition with nodes (its partitions: debug)"], done.stderr
+
+
+def test_a_confirming_repeat_that_never_ran_does_not_drain(fleet):
+    """wwn2's pair finding, and its known-good partners busy with users' jobs: the repeat against
+    one of them waits in the queue until --timeout and ends cancelled without a result. That is
+    no failed repeat (docs/fleet.md: only a repeat that fails again drains): wwn2 stays in
+    service, its claim resolved as not measured, its finding open."""
+    plant_pair_finding(fleet, "wwn2", ["wwn1", "wwn3"])
+    for node in ("wwn1", "wwn3"):
+        sbatch("-w", node, "--exclusive", "-o", "/dev/null", "--wrap", "sleep 600", cwd=fleet.folder)
+    wait_for(lambda: states()["wwn1"][0] == "allocated" and states()["wwn3"][0] == "allocated", 30, "the users' jobs running")
+    report = fleet.json("fleet", "drain", "--apply", "--rules", str(fleet.rules), "--timeout", "30", timeout=300)
+    assert report["drained"] == [] and [item["node"] for item in report["not_measured"]] == ["wwn2"], report
+    assert "the repeat did not run" in report["not_measured"][0]["repeat"]
+    assert states()["wwn2"] == ("idle", None)
+    assert trail(fleet, "wwn2") == [("drain", "not-measured")]
+    [row] = fleet.json("fleet", "status", "--node", "wwn2")
+    assert row["verdict"] == "flagged"
+
+
+def test_drains_at_once_and_stops_leave_slurm_and_the_trail_agreeing(fleet):
+    """An NVLink down on wwn3, its finding open. A --timeout that is no number of seconds is
+    refused before anything is claimed. Two `fleet drain --apply` at once: one claims, repeats
+    and drains wwn3; the other skips it with why; one drain in the trail, no claim left open.
+    Then `fleet retest --apply` stopped by SIGTERM, SIGHUP and SIGINT while wwn3 is resumed in
+    its reservation: each time wwn3 is drained again with its reason, the reservation is gone,
+    the trail says `interrupted`, and `fleet status` shows what Slurm shows. A `fleet drain
+    --apply` stopped while its repeat runs releases its claim and drains nothing."""
+    fleet.save_wirings()
+    fleet.fault("wwn3", NVLINK_DOWN)
+    fleet.cluster.exec("wwn3", WIREWISE, "doctor", "--health-check", "--report-only", "--db", fleet.db, check=False)
+    for timeout in ("nan", "inf", "1e300", "-5"):
+        refused = fleet.ww("fleet", "drain", "--apply", "--timeout", timeout)
+        assert refused.returncode == 2 and refused.stderr.startswith(f"wirewise: error: --timeout "), refused.stderr
+    assert trail(fleet, "wwn3") == []
+
+    drains = [subprocess.Popen([WIREWISE, "fleet", "drain", "--apply", "--json", "--timeout", "60", "--db", fleet.db],
+                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    reports = [json.loads(p.communicate(timeout=300)[0]) for p in drains]
+    assert sorted(len(r["drained"]) for r in reports) == [0, 1], reports
+    [skipped] = [r["skipped"] for r in reports if not r["drained"]][0]
+    assert skipped["node"] == "wwn3" and ("claimed by" in skipped["why"] or "already drain" in skipped["why"]), skipped
+    reason = "wirewise:nvlink-inactive:gpu1.nvlink:-1"
+    settled_drained("wwn3", reason)
+    assert trail(fleet, "wwn3") == [("drain", "drained")]
+
+    for stop in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        retest = subprocess.Popen([WIREWISE, "fleet", "retest", "--apply", "--timeout", "120", "--db", fleet.db],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: states()["wwn3"][0] not in ("drained", "draining"), 60, "wwn3 resumed inside its reservation")
+        retest.send_signal(stop)
+        said = retest.communicate(timeout=120)[1]
+        assert retest.returncode == 128 + stop, (stop, retest.returncode, said)
+        settled_drained("wwn3", reason)
+        shown = subprocess.run(["scontrol", "show", "reservation"], capture_output=True, text=True).stdout
+        assert "wirewise-retest" not in shown, shown
+        [row] = fleet.json("fleet", "status", "--node", "wwn3")
+        assert (row["state"], row["reason"], row["verdict"]) == ("drained", reason, "confirmed"), row
+        last = row["actions"][-1]
+        assert (last["action"], last["outcome"]) == ("retest", "interrupted") and f"stopped by {stop.name}" in last["detail"]
+    assert trail(fleet, "wwn3") == [("drain", "drained")] + [("retest", "interrupted")] * 3
+
+    fleet.fault("wwn1", NVLINK_DOWN)
+    fleet.cluster.exec("wwn1", WIREWISE, "doctor", "--health-check", "--report-only", "--db", fleet.db, check=False)
+    drain = subprocess.Popen([WIREWISE, "fleet", "drain", "--apply", "--beyond-guardrails", "1", "--timeout", "60",
+                              "--db", fleet.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: trail(fleet, "wwn1") == [("drain", "claimed")], 60, "wwn1's drain claimed")
+    time.sleep(1)  # its repeat submitted
+    drain.send_signal(signal.SIGTERM)
+    drain.communicate(timeout=120)
+    assert drain.returncode == 128 + signal.SIGTERM
+    assert trail(fleet, "wwn1") == [("drain", "interrupted")] and states()["wwn1"] == ("idle", None)
