@@ -78,22 +78,25 @@ def _on_node(rules: Path | None, node: str | None, db: str | None, json: bool, m
     requeues the job), else 0, also when it could not judge the node (the note says why)."""
     from wirewise.orchestrator.health.node import on_node
 
-    outcome = on_node(mode, str(rules) if rules else None, node, db, report_only)
-    name = outcome.node
-    if json:
-        print_json(outcome.to_json())
-    else:
-        for finding in outcome.findings:
-            typer.echo(f"{name}: {finding.check}: {finding.evidence}")
-        if outcome.drained:
-            typer.echo(f"{name}: drained: {outcome.acted[0].reason}")
-        elif outcome.not_judged:
-            typer.echo(f"{name}: not judged ({mode}): {outcome.not_judged}")
-        elif not outcome.findings:
-            said = "healthy" if outcome.judged else "not judged"
-            typer.echo(f"{name}: {said} ({mode}, {outcome.seconds:.1f} s)")
-    for note in outcome.notes:
-        sys.stderr.write(f"wirewise: note: {note}\n")
+    def show(outcome) -> None:
+        name = outcome.node
+        if json:
+            print_json(outcome.to_json())
+        else:
+            for finding in outcome.findings:
+                typer.echo(f"{name}: {finding.check}: {finding.evidence}")
+            if outcome.drained:
+                typer.echo(f"{name}: drained: {outcome.acted[0].reason}")
+            elif outcome.not_judged:
+                typer.echo(f"{name}: not judged ({mode}): {outcome.not_judged}")
+            elif not outcome.findings:
+                said = "healthy" if outcome.judged else "not judged"
+                typer.echo(f"{name}: {said} ({mode}, {outcome.seconds:.1f} s)")
+        for note in outcome.notes:
+            sys.stderr.write(f"wirewise: note: {note}\n")
+
+    outcome = on_node(mode, str(rules) if rules else None, node, db, show, report_only)
+    show(outcome)
     if report_only:
         raise typer.Exit(exit_code(outcome.healthy))
     raise typer.Exit(outcome.exit_code)

@@ -34,6 +34,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,11 +88,12 @@ def this_node(given: str | None = None) -> str:
 
 
 class Watchdog:
-    """Ends the process at `limit_s`, saying it judged nothing: its scratch folder removed, exit 0
-    (1 where the prolog drained the node already, so that Slurm requeues the job)."""
+    """Ends the process at `limit_s`, saying it judged nothing (`show`s the outcome so): its
+    scratch folder removed, exit 0 (1 where the prolog drained the node already, so that
+    Slurm requeues the job)."""
 
-    def __init__(self, limit_s: float, outcome: NodeOutcome) -> None:
-        self.outcome = outcome
+    def __init__(self, limit_s: float, outcome: NodeOutcome, show: Callable[[NodeOutcome], None]) -> None:
+        self.outcome, self.show = outcome, show
         self.scratch: str | None = None
         self.timer = threading.Timer(limit_s, self._expire, args=(limit_s,))
         self.timer.daemon = True
@@ -102,18 +104,25 @@ class Watchdog:
 
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
-        sys.stderr.write(f"wirewise: note: {self.outcome.node}: not judged: doctor --{self.outcome.mode} did not finish "
-                         f"within {limit_s:g} s; stopped\n")
-        sys.stderr.flush()
-        os._exit(self.outcome.exit_code)
+        outcome = self.outcome
+        outcome.not_judged = f"doctor --{outcome.mode} did not finish within {limit_s:g} s; stopped"
+        outcome.notes.append(f"{outcome.node}: not judged: {outcome.not_judged}")
+        try:
+            self.show(outcome)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(outcome.exit_code)
 
     def cancel(self) -> None:
         self.timer.cancel()
 
 
-def on_node(mode: str, rules_file: str | None, node: str | None, db: str | None, report_only: bool = False) -> NodeOutcome:
+def on_node(mode: str, rules_file: str | None, node: str | None, db: str | None, show: Callable[[NodeOutcome], None],
+            report_only: bool = False) -> NodeOutcome:
     """The health check or the prolog (`mode`) on this node as slurmd runs it, under its
-    watchdog. Never raises: what keeps it from judging the node is the outcome's not_judged."""
+    watchdog (which `show`s the outcome as it stops). Never raises: what keeps it from judging
+    the node is the outcome's not_judged."""
     import tempfile
 
     from wirewise.orchestrator.health.rules import default_rules, load_rules
@@ -121,7 +130,7 @@ def on_node(mode: str, rules_file: str | None, node: str | None, db: str | None,
     from wirewise.jobenv import read_job_env
 
     started = time.monotonic()
-    outcome = NodeOutcome(node or os.environ.get("SLURMD_NODENAME") or "this node", mode)
+    outcome = NodeOutcome(node or "this node", mode)
     rules, limit = None, _limit(default_rules(), mode)
     try:
         outcome.node = this_node(node)
@@ -129,7 +138,7 @@ def on_node(mode: str, rules_file: str | None, node: str | None, db: str | None,
         limit = _limit(rules, mode)
     except Exception as exc:  # noqa: BLE001 - whatever a rules file does, the node is not at fault
         outcome.not_judged = _why(exc)
-    dog = Watchdog(limit, outcome)
+    dog = Watchdog(limit, outcome, show)
     try:
         if rules is not None:
             store = _open_store(db, limit)

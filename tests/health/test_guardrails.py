@@ -106,3 +106,64 @@ def test_placement_is_told_why_slurm_takes_no_job_on_a_node():
     shown = parse_sinfo(sinfo(("a", "gpu*", "idle*", "none"), ("b", "gpu*", "drained", "PSU swap"), ("c", "gpu*", "idle", "none")))
     assert keep_off(None, ["a", "b", "c"], slurm_nodes=shown) == {
         "a": "not responding in Slurm (no reason)", "b": "drained in Slurm (PSU swap)"}
+
+
+def _claim_one(url: str, barrier, outcomes) -> None:
+    from wirewise.orchestrator.health.guard import Budget
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import claim_drains
+
+    states = parse_sinfo(sinfo(*[(f"n{i}", "gpu", "idle", "none") for i in range(8)]))
+    store = Store(url)
+    barrier.wait()
+    [row] = claim_drains(store, [{"node": "n0", "reason": "wirewise:test:x:-1"}], Budget(Guardrails(max_share=1.0, max_per_hour=5), states),
+                         "a test", 600)
+    outcomes.put((row["outcome"], row["detail"]))
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_one_node_claimed_at_once_by_many_is_claimed_once(database, tmp_path, request):
+    """Four `fleet drain --apply` (or health checks) claim n0 at the same moment: one claims it,
+    the others skip it saying who holds it, and the trail holds one claim (two drains at once
+    each claimed it, repeated it and drained it, the second after the first had)."""
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import actions
+
+    url = f"sqlite:///{tmp_path / 'wirewise.db'}" if database == "sqlite" else request.getfixturevalue("pg_url")
+    Store(url)
+    ctx = mp.get_context("spawn")
+    barrier, outcomes = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_claim_one, args=(url, barrier, outcomes)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    said = sorted(outcomes.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert [outcome for outcome, _ in said] == ["claimed"] + ["skipped"] * 3
+    assert all(detail.startswith("claimed by a test until ") for outcome, detail in said if outcome == "skipped")
+    assert [(a["node"], a["outcome"]) for a in actions(Store(url))] == [("n0", "claimed")]
+
+
+def test_a_claim_its_claimant_left_is_abandoned_and_counts_against_nothing(tmp_path):
+    """A `fleet drain --apply` killed (SIGKILL) after its claim: the claim dangled `claimed`
+    for ever, held the node and counted against max_per_hour. Once its time has passed the
+    next claim marks it abandoned, claims the node, and the hour counts one drain, not two."""
+    import time
+
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.health import actions, claim_drains, drain_budget, release_claims
+
+    store = Store(f"sqlite:///{tmp_path / 'wirewise.db'}")
+    states = parse_sinfo(sinfo(*[(f"n{i}", "gpu", "idle", "none") for i in range(8)]))
+    hourly = Guardrails(max_share=1.0, max_per_hour=1)
+    [left] = claim_drains(store, [{"node": "n0", "reason": "wirewise:test:x:-1"}], Budget(hourly, states), "a killed one", 3)
+    assert drain_budget(store, ["n1"], Budget(hourly, states)) == [
+        "guardrail max_per_hour: wirewise drained 1 node(s) in the last hour (at most 1)"]
+    time.sleep(3.5)  # its claimant's time passes
+    assert drain_budget(store, ["n1"], Budget(hourly, states)) == [None]
+    [again] = claim_drains(store, [{"node": "n0", "reason": "wirewise:test:x:-1"}], Budget(hourly, states), "the next", 600)
+    assert again["outcome"] == "claimed"
+    release_claims(store, [again["id"]], "interrupted", "stopped by SIGTERM")
+    trail = [(a["asked_by"], a["outcome"]) for a in actions(store)]
+    assert trail == [("a killed one", "abandoned"), ("the next", "interrupted")]
+    assert drain_budget(store, ["n1"], Budget(hourly, states)) == [None]
