@@ -105,8 +105,12 @@ class Watchdog:
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
         outcome = self.outcome
-        outcome.not_judged = f"doctor --{outcome.mode} did not finish within {limit_s:g} s; stopped"
-        outcome.notes.append(f"{outcome.node}: not judged: {outcome.not_judged}")
+        said = f"doctor --{outcome.mode} did not finish within {limit_s:g} s; stopped"
+        if outcome.drained:  # its answer is given: Slurm requeues the job
+            outcome.notes.append(f"{outcome.node}: {said} after draining")
+        else:
+            outcome.not_judged = said
+            outcome.notes.append(f"{outcome.node}: not judged: {said}")
         try:
             self.show(outcome)
         finally:
@@ -125,9 +129,8 @@ def on_node(mode: str, rules_file: str | None, node: str | None, db: str | None,
     the node is the outcome's not_judged."""
     import tempfile
 
-    from wirewise.orchestrator.health.rules import default_rules, load_rules
-
     from wirewise.jobenv import read_job_env
+    from wirewise.orchestrator.health.rules import default_rules, load_rules
 
     started = time.monotonic()
     outcome = NodeOutcome(node or "this node", mode)
