@@ -36,6 +36,10 @@ from wirewise.orchestrator.health.rules import Rules
 FAILING, PASSING, NOT_MEASURED = "failing", "passing", "not-measured"
 CANCELLED = "cancelled"  # a result of a repeat stopped before it ended (its deadline passed): it judges nothing
 POLL_S = 1.0
+# A live re-check's job time: past submitit's USR2 warning (90 s before the end) and the 60 s
+# early Slurm may send it (sbatch(1), --signal): with 2 minutes, the check was killed by USR2 a
+# second after it started (seen on the test cluster, `fleet drain --timeout 60`).
+LIVE_MIN_TIME_MIN = 4
 COLLECTIVE_KEYS = ("min_bytes", "max_bytes", "step_factor", "iters", "warmup", "dtype", "check", "cuda_graph")
 TRAIN_KEYS = ("seq_len", "steps", "warmup_steps", "engine", "precision", "compile", "lr", "data", "memory_limit_gb")
 
@@ -209,7 +213,7 @@ def _submit_live(store, run: NodeRun, name: str, partition: str | None, timeout_
     folder = (runs_root() / "fleet" / f"{name}-live").resolve()
     folder.mkdir(parents=True, exist_ok=True)
     run.live_file = folder / "live.json"
-    request = JobRequest(folder=folder, name=f"{name}-live"[:128], time_min=max(2, int(timeout_s // 60) + 1),
+    request = JobRequest(folder=folder, name=f"{name}-live"[:128], time_min=max(LIVE_MIN_TIME_MIN, int(timeout_s // 60) + 1),
                          partition=partition, nodelist=run.node, reservation=run.reservation)
     submitted = executor_named("slurm").submit(request, LiveCheck(store.url, run.node, rules_file, str(run.live_file)), [()])
     run.live_job = submitted.elements[0]

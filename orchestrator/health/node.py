@@ -174,18 +174,13 @@ def _why(exc: Exception) -> str:
 
 
 def _open_store(db: str | None, limit_s: float):
-    """The store, never created here (slurmd's working folder is no place for one); a statement
-    waits for a locked database a third of the time limit at most."""
-    from wirewise.errors import UserError
+    """The store, never created here (slurmd's working folder is no place for one: NoDatabase
+    says where it looked); a statement waits for a locked database a third of the time limit at most."""
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.engine import WAIT_ENV, display_url
+    from wirewise.settings import DB_WAIT
 
-    os.environ[WAIT_ENV] = f"{limit_s / 3:g}"
-    store = Store.open_existing(db)
-    if store is None:
-        raise UserError(f"no database at {display_url(db)} (the wrapper gives one with --db or WIREWISE_DB: README, "
-                        "\"Slurm's health check and prolog\")")
-    return store
+    os.environ[DB_WAIT.name] = f"{limit_s / 3:g}"
+    return Store.existing(db)
 
 
 def health_check(store, rules: Rules, outcome: NodeOutcome, report_only: bool = False, probe=None) -> NodeOutcome:

@@ -114,8 +114,8 @@ def system_path(root: Path) -> str:
 
 
 def environment(root: Path, folder: Path, sbatch: bool, slurm: bool = False, bare: dict | None = None) -> dict:
-    if bare is not None:
-        return {**bare, "TMPDIR": str(folder / "tmp")}
+    if bare is not None:  # HOME of its own: the default database is the user's, and this machine's root may have one
+        return {**bare, "TMPDIR": str(folder / "tmp"), "HOME": str(folder / "home")}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WIREWISE_", "SLURM_"))}
     bins = [str(Path(WIREWISE).parent), str(root / "sysbin")]
     if sbatch:

@@ -28,7 +28,9 @@ def slurmd_runs(mode: str, *args: str, folder: Path, env: dict | None = None, ti
     """The command in `folder`/spool (slurmd's working folder), its TMPDIR under it."""
     spool = folder / "spool"
     (spool / "tmp").mkdir(parents=True, exist_ok=True)
-    bare = {"SLURMD_NODENAME": "n1", "TMPDIR": str(spool / "tmp"), **(JOB if mode == "--prolog" else {}), **(env or {})}
+    # HOME of its own: the default database is the user's (wirewise.settings), and this machine's root may have one
+    bare = {"SLURMD_NODENAME": "n1", "TMPDIR": str(spool / "tmp"), "HOME": str(folder / "home"),
+            **(JOB if mode == "--prolog" else {}), **(env or {})}
     return subprocess.run([WIREWISE, "doctor", mode, "--json", *args], cwd=spool, env=bare, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -51,7 +53,7 @@ def not_judged(done: subprocess.CompletedProcess, folder: Path, *why: str) -> No
 def test_no_database_configured_is_not_judged_and_none_is_created(tmp_path, mode):
     """The wrapper gives no --db and slurmd no WIREWISE_DB: the check made ./wirewise.db in
     slurmd's working folder and reported the node healthy."""
-    not_judged(slurmd_runs(mode, folder=tmp_path), tmp_path, "no database at sqlite:///")
+    not_judged(slurmd_runs(mode, folder=tmp_path), tmp_path, f"no database at {tmp_path / 'home'}")
 
 
 @pytest.mark.parametrize("mode", MODES)
