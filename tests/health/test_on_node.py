@@ -76,7 +76,7 @@ def test_rules_that_do_not_load_are_not_judged(tmp_path, mode, prolog):
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"prolog": prolog}))
     db = f"sqlite:///{tmp_path / 'db' / 'wirewise.db'}"
     (tmp_path / "db").mkdir()
-    subprocess.run([WIREWISE, "db", "info", "--db", db], check=True, capture_output=True)
+    subprocess.run([WIREWISE, "db", "upgrade", "--db", db], check=True, capture_output=True)
     done = slurmd_runs(mode, "--db", db, "--rules", str(tmp_path / "rules.yaml"), folder=tmp_path)
     not_judged(done, tmp_path, f"{tmp_path / 'rules.yaml'}: prolog")
 
@@ -89,7 +89,7 @@ def test_a_database_locked_by_another_writer_is_not_judged_and_leaves_no_scratch
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(PROLOG))
     path = tmp_path / "db" / "wirewise.db"
     path.parent.mkdir()
-    subprocess.run([WIREWISE, "db", "info", "--db", f"sqlite:///{path}"], check=True, capture_output=True)
+    subprocess.run([WIREWISE, "db", "upgrade", "--db", f"sqlite:///{path}"], check=True, capture_output=True)
     writer = sqlite3.connect(path, isolation_level=None)
     writer.execute("BEGIN EXCLUSIVE")
     writer.execute("INSERT INTO node_checks (node, source, rules, healthy, findings, checked_at) "

@@ -114,7 +114,7 @@ def test_a_health_check_that_could_read_nothing_is_not_judged_and_drains_nothing
     in a note and records no verdict. As slurmd runs it, exit 0 (nothing drained: Slurm is not
     even asked); with --report-only, exit 3, so a script does not read it as healthy."""
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    wirewise("db", "info", "--db", url, check=True)  # a health check never makes the database: the site does
+    wirewise("db", "upgrade", "--db", url, check=True)  # a health check never makes the database: the site does
     for extra, code in (([], 0), (["--report-only"], 3)):
         proc = wirewise("doctor", "--health-check", *extra, "--json", "--node", "gpu-7", "--db", url)
         assert proc.returncode == code, proc.stderr
