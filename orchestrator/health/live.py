@@ -6,6 +6,8 @@
   runs at full clocks (out of P0 a GPU may lower its link's generation to save power, so a
   generation read then is noted, not flagged: a health check must not call an idle node
   degraded);
+- fabric-degraded: a GPU's multi-node NVLink fabric not completed, failed or unhealthy
+  (wirewise.topology.fabric.fabric_problems, the one rule for it);
 - wiring-changed: a wiring whose fingerprint differs from the one stored for the node.
 
 No torch and no GPU work: `doctor --health-check` runs these from Slurm's HealthCheckProgram.
@@ -41,6 +43,9 @@ def live_findings(node: str, probe: Callable[[], Any], stored: tuple[str, str] |
         if rules.rules.pcie_degraded.enabled:
             judged.add("pcie-degraded")
             found += pcie_findings(node, gpus, notes)
+        if rules.rules.fabric_degraded.enabled and any(gpu.get("fabric") for gpu in gpus):
+            judged.add("fabric-degraded")
+            found += fabric_findings(node, gpus)
     if rules.rules.wiring_changed.enabled:
         if stored is None:
             notes.append(f"{node}: no stored wiring to compare with (wirewise topo save stores it)")
@@ -91,6 +96,29 @@ def pcie_findings(node: str, gpus: list[dict[str, Any]], notes: list[str]) -> li
                 metric=metric, delta=delta, gpus=[index], key=f"pcie-degraded|{index}",
                 reference={"gen": gen, "max_gen": max_gen, "width": width, "max_width": max_width},
             ))
+    return found
+
+
+def fabric_findings(node: str, gpus: list[dict[str, Any]]) -> list[Finding]:
+    from wirewise.topology.fabric import fabric_problems
+
+    found = []
+    for index, gpu in enumerate(gpus):
+        info = gpu.get("fabric")
+        problems = fabric_problems(info)
+        if not problems:
+            continue
+        state = info.get("state") or "unknown"
+        delta = state.replace(" ", "-") if state != "completed" else ("failed" if info.get("status") not in (0, None) else "degraded")
+        found.append(Finding(
+            node, "fabric-degraded",
+            f"GPU {index} ({gpu.get('pci_bus_id') or 'bus id unknown'}): NVLink fabric {'; '.join(problems)} "
+            f"(cluster {info.get('cluster_uuid')}, clique {info.get('clique_id')})",
+            f"`nvidia-smi -q -i {index} -d FABRIC`; check the fabric manager and IMEX on the node and the NVLink "
+            "switch trays (`nvidia-smi -q` Fabric > Health); a GPU out of its domain falls back to the network",
+            metric=f"gpu{index}.fabric", delta=delta, gpus=[index], key=f"fabric-degraded|{index}",
+            reference={"fabric": info},
+        ))
     return found
 
 

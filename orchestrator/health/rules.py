@@ -89,6 +89,7 @@ class RuleSet(BaseModel):
     slower_than_peers: PeersRule = Field(alias="slower-than-peers")
     nvlink_inactive: Rule = Field(alias="nvlink-inactive")
     pcie_degraded: Rule = Field(alias="pcie-degraded")
+    fabric_degraded: Rule = Field(alias="fabric-degraded")
     wiring_changed: Rule = Field(alias="wiring-changed")
     task_failed: TaskRule = Field(alias="task-failed")
     pair_below_fleet: PairRule = Field(alias="pair-below-fleet")

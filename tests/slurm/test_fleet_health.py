@@ -215,6 +215,23 @@ def test_slurmds_health_check_drains_a_faulty_node_in_time_and_leaves_healthy_on
     assert status["wwn3"]["actions"][0]["asked_by"] == "slurmd health check on wwn3"
 
 
+def test_a_degraded_nvlink_fabric_is_a_finding_for_doctor_the_health_check_and_fleet_status(fleet):
+    """wwn3's NVML reports GPU 2's fabric bandwidth degraded (health mask bits 0-1 = 1, as
+    nvml.h defines it): doctor on the node and its health check find fabric-degraded on that
+    GPU, fleet status shows the stored finding; wwn1 in the same kind of domain stays healthy."""
+    fleet.save_wirings()
+    fleet.fault("wwn3", {"fabric_health": {"2": 1}})
+    doctor = fleet.cluster.exec("wwn3", WIREWISE, "doctor", "--node", "wwn3", "--json", "--db", fleet.db, check=False)
+    found = json.loads(doctor.stdout)
+    assert doctor.returncode == 1 and [(f["check"], f["gpus"]) for f in found["findings"]] == [("fabric-degraded", [2])]
+    assert "NVLink fabric bandwidth degraded (cluster " in found["findings"][0]["evidence"]
+    for node in ("wwn1", "wwn3"):
+        fleet.cluster.exec(node, WIREWISE, "doctor", "--health-check", "--report-only", "--db", fleet.db, check=False)
+    status = {row["node"]: row for row in fleet.json("fleet", "status")}
+    assert [f["reason"] for f in status["wwn3"]["findings"]] == ["wirewise:fabric-degraded:gpu2.fabric:degraded"]
+    assert (status["wwn1"]["verdict"], status["wwn1"]["findings"]) == ("healthy", [])
+
+
 def test_the_guardrails_stop_a_fault_on_every_node_and_say_why(fleet):
     """An NVLink down on every node, and the health checks run on all three at once: one node
     of the 3-node partition is drained (max_share 0.1, at least one), the others are held with
