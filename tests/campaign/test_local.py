@@ -79,6 +79,7 @@ def test_local_campaign_end_to_end(tmp_path, db_url):
 
 
 def test_unknown_campaign_is_one_line(db_url):
+    wirewise("db", "upgrade", "--db", db_url, check=True)  # a database without campaigns (status, a read, creates none)
     for verb in ("status", "collect", "resume", "cancel"):
         proc = wirewise("campaign", verb, "nope", "--db", db_url)
         assert proc.returncode == 2 and proc.stderr.strip() == "wirewise: error: no campaign named 'nope' " \
