@@ -99,3 +99,42 @@ def _printed_health_problems(health: dict[str, str]) -> list[str]:
         elif key in ("route recovery in progress", "route unhealthy", "access timeout recovery") and value_l == "true":
             problems.append(key)
     return problems
+
+
+def domain_summary(nodes: dict[str, list[dict[str, Any] | None]]) -> dict[str, Any]:
+    """Nodes (name -> each GPU's fabric) as `topo survey` and `topo list` show them: each NVLink
+    domain with its nodes, GPU count and state (degraded when a GPU in it has a problem); the
+    nodes in no domain apart, with why; every node with a GPU whose fabric has a problem."""
+    domains: dict[tuple[str, int], dict[str, Any]] = {}
+    outside: dict[str, str] = {}
+    degraded: dict[str, list[str]] = {}
+    for node, infos in sorted(nodes.items()):
+        problems = [f"GPU {k}: {'; '.join(fabric_problems(info))}" for k, info in enumerate(infos) if fabric_problems(info)]
+        if problems:
+            degraded[node] = problems
+        key = domain_of(infos) if infos else None
+        if key is None:
+            outside[node] = why_no_domain(infos)
+            continue
+        entry = domains.setdefault(key, {"cluster_uuid": key[0], "clique_id": key[1], "nodes": [], "gpus": 0, "state": "completed"})
+        entry["nodes"].append(node)
+        entry["gpus"] += len(infos)
+        if problems:
+            entry["state"] = "degraded"
+    return {"domains": sorted(domains.values(), key=lambda d: (-len(d["nodes"]), d["cluster_uuid"], d["clique_id"])),
+            "outside": [{"node": n, "why": why} for n, why in outside.items()],
+            "degraded": [{"node": n, "problems": p} for n, p in degraded.items()]}
+
+
+def why_no_domain(infos: list[dict[str, Any] | None]) -> str:
+    """Why a node's GPUs sit in no multi-node NVLink domain, in words."""
+    if not infos or not any(infos):
+        return "no NVLink fabric"
+    problems = [problem for info in infos for problem in fabric_problems(info)[:1] if info and info.get("state") != "completed"]
+    if problems:
+        return problems[0]
+    if any(info and info.get("status") not in (0, None) for info in infos):
+        return "fabric failed"
+    if any(info and info.get("cluster_uuid") in (None, ZERO_UUID) for info in infos):
+        return "all-zero cluster UUID: a single-node fabric"
+    return "its GPUs report different domains" if all(infos) else "some GPUs report no fabric"

@@ -112,8 +112,6 @@ def _links_the_fabric_proves(gpus, names) -> list[list[str]] | None:
 
 def _why_unproven(gpus, names) -> str:
     infos = [gpu.get("fabric") for gpu in gpus]
-    if not any(infos):
-        return "no GPU reports an NVLink fabric"
     if fabric.domain_of(infos) is None:
-        return "the GPUs are in no one completed multi-node NVLink domain"
+        return f"in no multi-node NVLink domain: {fabric.why_no_domain(infos)}"
     return f"the NVLink count of {names[0] or 'an unnamed GPU'} is unknown"

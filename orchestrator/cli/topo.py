@@ -121,7 +121,9 @@ def survey(
     if json:
         print_json(found.to_json())
         return
-    console().print(_types_table(found.to_json()))
+    report = found.to_json()
+    console().print(_types_table(report))
+    _print_domains(report["nvlink"])
     for what, rows in (("failed", found.failed), ("left out", found.left_out)):
         for node, reason in rows.items():
             console().print(f"{what}: {node}: {reason}", style="yellow", markup=False, highlight=False)
@@ -156,6 +158,29 @@ def list_(db: DbOption = None, json: JsonOption = False) -> None:
         typer.echo("no topologies stored yet; run `wirewise topo save`")
         return
     console().print(_list_table(rows))
+    from wirewise.topology.fabric import domain_summary
+
+    _print_domains(domain_summary({row["node"]: row["fabrics"] for row in rows}))
+
+
+def _print_domains(summary: dict) -> None:
+    """The NVLink domains (nodes, GPUs, state), then the nodes in none and those with a degraded fabric."""
+    from rich.table import Table
+    from rich.text import Text
+
+    out = console()
+    if summary["domains"]:
+        table = Table(title="NVLink domains", title_justify="left")
+        for column in ("cluster UUID", "clique", "nodes", "GPUs", "state"):
+            table.add_column(column, overflow="fold")
+        for d in summary["domains"]:
+            table.add_row(Text(d["cluster_uuid"]), str(d["clique_id"]), Text(", ".join(d["nodes"])), str(d["gpus"]), d["state"])
+        out.print(table)
+    if summary["outside"] and summary["domains"]:
+        for row in summary["outside"]:
+            out.print(f"in no NVLink domain: {row['node']}: {row['why']}", markup=False, highlight=False)
+    for row in summary["degraded"]:
+        out.print(f"fabric degraded: {row['node']}: {', '.join(row['problems'])}", style="yellow", markup=False, highlight=False)
 
 
 # topo list at 80 columns: the whole fabric name, a 12-character fingerprint and the date

@@ -54,7 +54,10 @@ class Survey:
         return sorted(groups.values(), key=lambda g: (-g["count"], g["fingerprint"]))
 
     def to_json(self) -> dict[str, Any]:
-        return {"folder": self.folder, "types": self.types(), "stored": len(self.stored),
+        from wirewise.topology.fabric import domain_summary
+
+        fabrics = {node: [gpu.get("fabric") for gpu in topo.details.get("gpus") or []] for node, topo in self.stored.items()}
+        return {"folder": self.folder, "types": self.types(), "stored": len(self.stored), "nvlink": domain_summary(fabrics),
                 "failed": [{"node": n, "reason": r} for n, r in self.failed.items()],
                 "left_out": [{"node": n, "reason": r} for n, r in self.left_out.items()]}
 

@@ -142,3 +142,23 @@ def test_each_nodes_nvidia_smi_and_nvml_tell_the_same_fabric(multinode, tmp_path
     assert [gpu["fabric"]["health_mask"] for gpu in stored["wwn3"].details["gpus"]] == [0, 0, 1]
     assert queried["wwn3"].split("GPU 00000000:")[3].count("Bandwidth                     : Degraded") == 1
     assert "Degraded" not in queried["wwn1"] + queried["wwn2"]
+
+
+def test_the_survey_shows_the_domains(multinode, tmp_path):
+    """topo survey of the three nodes: wwn1 and wwn2 in one domain, wwn3 in another, degraded by
+    the health mask planted on its GPU 2 (NVML's degraded bandwidth), in --json and as text."""
+    from tests.conftest import wirewise, wirewise_json
+
+    faults = multinode.state_dir / "nodes" / "wwn3" / "nvml-faults.json"
+    faults.write_text(json.dumps({"fabric_health": {"2": 1}}))
+    db = f"sqlite:///{tmp_path / 'survey.db'}"
+    try:
+        found = wirewise_json("topo", "survey", "--partition", multinode.partition, "--db", db)["nvlink"]
+    finally:
+        faults.unlink()
+    shape = sorted((tuple(d["nodes"]), d["gpus"], d["state"]) for d in found["domains"])
+    assert shape == [(("wwn1", "wwn2"), 8, "completed"), (("wwn3",), 3, "degraded")]
+    assert found["degraded"] == [{"node": "wwn3", "problems": ["GPU 2: bandwidth degraded"]}] and found["outside"] == []
+    listed = wirewise("topo", "list", "--db", db, env={"COLUMNS": "120"}, check=True).stdout
+    print(listed)
+    assert "wwn1, wwn2" in listed and "fabric degraded: wwn3: GPU 2: bandwidth degraded" in listed

@@ -109,3 +109,17 @@ def test_cli_show_and_save(tmp_path: Path, db_url: str) -> None:
     assert saved["gpus"] == 4 and saved["fabric"] == "nvlink-all-to-all"
     human = wirewise("topo", "show", "-f", str(SMI / "gb200-unhealthy-fragment.txt"))
     assert human.returncode == 0 and "NVLink domain" in human.stdout and "Unhealthy" in human.stdout
+
+
+def test_topo_list_shows_the_domains_and_the_nodes_apart(db_url: str) -> None:
+    """Two GB300 trays of one domain, a GB200 tray with its Unhealthy GPU, an H200 without a
+    fabric: topo list names each node's domain, and sums up the domains and the nodes apart."""
+    for node, files in (("gb1", ["gb300-built-q.txt"]), ("gb2", ["gb300-built-q.txt"]),
+                        ("gbx", ["gb200-unhealthy-fragment.txt"]), ("h200", ["h200-nvidia-smi-q.xml"])):
+        wirewise("topo", "save", *[a for f in files for a in ("-f", str(SMI / f))], "--node", node, "--db", db_url, check=True)
+    rows = {row["node"]: row for row in wirewise_json("topo", "list", "--db", db_url)}
+    assert rows["gb1"]["domain"] == rows["gb2"]["domain"] == {"cluster_uuid": "6a130f54-faaa-4b8f-847f-be44ab70f917", "clique_id": 32766}
+    assert rows["h200"]["domain"] is None
+    human = wirewise("topo", "list", "--db", db_url).stdout
+    assert "gb1, gb2" in human and "in no NVLink domain: h200: no NVLink fabric" in human
+    assert "fabric degraded: gbx: GPU 0: fabric health Unhealthy" in human
