@@ -1,6 +1,8 @@
 """`wirewise fleet status`, `drain`, `retest`, `resume`. Parsing and printing only: the work is
 in wirewise.orchestrator.health.fleet."""
 
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,14 +26,32 @@ def _timeout(seconds: float) -> float:
     return seconds
 
 
-def status(partition: Partition = None, node: Nodes = None, db: DbOption = None, json: JsonOption = False) -> None:
+def status(
+    partition: Partition = None,
+    node: Nodes = None,
+    format_: Annotated[str, typer.Option("--format", metavar="table|prometheus", help="prometheus: node_exporter textfile-collector metrics (verdicts, open findings by rule, drain, last check, latest busbw and its baseline).")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="With --format prometheus: the file to write (replaced whole, never half-read by a scrape) [default: stdout].")] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
     """Every node: its Slurm state and reason, its verdict and evidence, and the audit trail.
     Without Slurm, the stored verdicts, and a warning saying what Slurm was not asked."""
+    from wirewise.errors import UserError
     from wirewise.orchestrator.health.fleet import fleet_status
     from wirewise.orchestrator.store import Store
 
-    rows, notes = fleet_status(Store.existing(db), site_partition(partition, node), node)
+    if format_ not in ("table", "prometheus"):
+        raise UserError(f"--format {format_!r}: choose table or prometheus")
+    if out is not None and format_ != "prometheus":
+        raise UserError("--out goes with --format prometheus")
+    if json and format_ == "prometheus":
+        raise UserError("give --json or --format prometheus, not both")
+    store = Store.existing(db)
+    rows, notes = fleet_status(store, site_partition(partition, node), node)
     warn(notes)
+    if format_ == "prometheus":
+        _write_prometheus(store, rows, out)
+        return
     if json:
         print_json(rows)
         return
@@ -45,6 +65,17 @@ def status(partition: Partition = None, node: Nodes = None, db: DbOption = None,
         table.add_row(row["node"], row["state"] or "?", row["reason"] or "", row["verdict"], "\n".join(row["evidence"]),
                       f"{last['action']} {last['outcome']} ({last['asked_by']}, {last['at']:%Y-%m-%d %H:%M})" if last else "")
     print_tables([table])
+
+
+def _write_prometheus(store, rows: list[dict], out: Path | None) -> None:
+    from wirewise.atomic import write_text_atomic
+    from wirewise.orchestrator.health.prometheus import exposition, latest_busbw
+
+    text = exposition(rows, latest_busbw(store, [row["node"] for row in rows]))
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(out, text)
 
 
 def drain(

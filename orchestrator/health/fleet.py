@@ -93,6 +93,7 @@ def fleet_status(store, partition: str | None = None, nodes: list[str] | None = 
         check = checks.get(name)
         out.append({
             "node": name, "state": state and state.state, "reason": state and state.reason, "reason_by": state and state.reason_by,
+            "drained": state.drained if state else None,
             "partitions": list(state.partitions) if state else [], "verdict": _verdict(check, open_rows[name]),
             "checked_at": check["checked_at"] if check else None, "checked_by": check["source"] if check else None,
             "evidence": [f"{r['rule']}: {r['evidence']}" for r in open_rows[name]],
