@@ -4,7 +4,7 @@ written whole or not at all (wirewise.atomic), so a scrape never reads half a fi
 
 Per node: its verdict (one series per verdict, 1 for the node's), its open findings by rule, its
 Slurm drain (only where Slurm was asked: a missing series, not a 0, where it was not), the time of
-its latest check, and each collective case's latest busbw beside the imported baseline of that
+its latest check, and each collective case's latest busbw (labelled with the case's fields, wirewise.case) beside the imported baseline of that
 case where one is stored. Label values are escaped as the format says (backslash, quote, newline).
 """
 
@@ -14,12 +14,11 @@ from collections import Counter
 from typing import Any
 
 VERDICTS = ("healthy", "flagged", "confirmed", "unknown")
-CASE_LABELS = ("op", "bytes", "device", "gpus", "placement", "transport", "in_place", "dtype")
 PREFIX = "wirewise_"
 
 
 def label_value(value: Any) -> str:
-    text = str(value).lower() if isinstance(value, bool) else str(value)
+    text = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
@@ -58,7 +57,7 @@ def exposition(rows: list[dict[str, Any]], busbw: list[dict[str, Any]]) -> str:
 
 
 def _case_labels(found: dict[str, Any]) -> dict[str, Any]:
-    return {"node": found["node"], **{name: found[name] for name in CASE_LABELS}}
+    return {"node": found["node"], **found["case"]}
 
 
 def _epoch(when) -> float:
@@ -81,7 +80,7 @@ def latest_busbw(store, nodes: list[str]) -> list[dict[str, Any]]:
         for key, members in sorted(cases.items(), key=lambda item: str(item[0])):
             last = max(members, key=lambda f: (str(f["started_at"]), f["id"]))
             stored = baselines.get(key)
-            found.append({"node": node, **case_of(last), "busbw_gbs": last["busbw_gbs"],
+            found.append({"node": node, "case": case_of(last), "busbw_gbs": last["busbw_gbs"],
                           "baseline_gbs": stored.median if stored else None, "at": last["started_at"]})
     return found
 
