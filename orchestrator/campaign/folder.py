@@ -116,6 +116,15 @@ class CampaignFolder:
             with suppress(OSError):
                 empty.rmdir()
 
+    def run_error(self, task_id: str, attempt: int) -> str | None:
+        """The error a run wrote in its result, where it wrote one."""
+        try:
+            doc = json.loads(self.result_file(task_id, attempt).read_text())
+        except (OSError, ValueError):
+            return None
+        error = doc.get("error") if isinstance(doc, dict) else None
+        return error if isinstance(error, str) else None
+
     def outcome(self, task_id: str) -> dict | None:
         """The latest run's {"status", "attempt"} once it finished, else None. A run that wrote its
         result but not yet its outcome (its element was killed in between) is read from the result.

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from wirewise.orchestrator.cli.common import (
-    DbOption, JsonOption, command_group, console, err_console, print_json, print_tables, survey_progress,
+    DbOption, JsonOption, JunitOption, command_group, console, err_console, print_json, print_tables, survey_progress,
 )
 
 app = command_group(
@@ -117,6 +117,7 @@ def status(
     watch: Annotated[bool, typer.Option("--watch", help="Poll until every task has ended, then collect.")] = False,
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls with --watch (1 to 86400).")] = 10.0,
     nodes: Annotated[bool, typer.Option("--nodes", help="Each node's tasks per state too (fleet campaigns; --json always has them).")] = False,
+    junit: JunitOption = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -136,6 +137,15 @@ def status(
     if watch:
         state = _watch(store, name, state, interval, quiet=json)
         collect_campaign(store, name)
+    if junit is not None:
+        from pathlib import Path
+
+        from wirewise.orchestrator.campaign.folder import CampaignFolder
+        from wirewise.orchestrator.report.junit import campaign_cases, write_junit
+
+        folder = CampaignFolder(Path(state.campaign.folder))
+        errors = {t.task_id: folder.run_error(t.task_id, t.attempt) for t in state.tasks if t.status not in ("ok", "pending", "running")}
+        write_junit(junit, f"wirewise campaign {name}", campaign_cases(state, {k: v for k, v in errors.items() if v}))
     if json:
         print_json(state.to_json())
     else:

@@ -21,6 +21,7 @@ DbOption = Annotated[
     str | None,
     typer.Option("--db", help="Database URL [default: the setting db: WIREWISE_DB, the configuration files, else wirewise.db in ~/.local/share/wirewise; `wirewise config show`]."),
 ]
+JunitOption = Annotated[Path | None, typer.Option("--junit", help="Also write a JUnit XML report to this file (replaced whole) for CI.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json, print_tables
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, JunitOption, print_json, print_tables
 
 RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file laid over the shipped defaults (docs/fleet.md) [default: the setting rules].")]
 
@@ -20,6 +20,7 @@ def doctor(
     health_check: Annotated[bool, typer.Option("--health-check", help="Slurm's HealthCheckProgram: NVML and the node's verdicts, no GPU work; drains the node with the reason when a rule fires.")] = False,
     report_only: Annotated[bool, typer.Option("--report-only", help="With --health-check: report, drain nothing (exit 1 when a rule fires, 3 when nothing could be judged).")] = False,
     prolog: Annotated[bool, typer.Option("--prolog", help="Slurm's Prolog: a short collective on the job's GPUs; exit 1 (Slurm drains and requeues) on a fault.")] = False,
+    junit: JunitOption = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -33,6 +34,8 @@ def doctor(
 
     if health_check and prolog:
         raise UserError("give --health-check or --prolog, not both")
+    if junit is not None and (health_check or prolog):
+        raise UserError("--junit goes with doctor on the history, not --health-check or --prolog")
     if report_only and not health_check:
         raise UserError("--report-only goes with --health-check")
     if health_check or prolog:
@@ -44,6 +47,10 @@ def doctor(
     from wirewise.topology.probe import probe_node, short_hostname
 
     found = check(Store.existing(db), node, include_cpu, live=probe_node, live_node=short_hostname(), rules=loaded)
+    if junit is not None:
+        from wirewise.orchestrator.report.junit import doctor_cases, write_junit
+
+        write_junit(junit, "wirewise doctor", doctor_cases(found))
     if json:
         print_json(found)
     else:

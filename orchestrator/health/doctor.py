@@ -18,7 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from wirewise.errors import UserError
-from wirewise.orchestrator.health.judge import judge_history
+from wirewise.orchestrator.health.findings import LIVE_RULES
+from wirewise.orchestrator.health.judge import HISTORY_RULES, judge_history
 from wirewise.orchestrator.health.live import live_findings
 from wirewise.orchestrator.health.rules import Rules, default_rules
 from wirewise.orchestrator.report.query import facts
@@ -54,7 +55,11 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
             judgement.notes.append(f"{name}: no rule could compare anything of it: not judged (not the same as healthy)")
         elif record:  # a node no rule judged keeps the verdict it had
             record_check(store, name, source, judgement.judged[name], [f for f in judgement.findings if f.node == name])
+    asked = [r for r in HISTORY_RULES if rules.rules.enabled(r)]
+    live_asked = [r for r in LIVE_RULES if rules.rules.enabled(r)] if live is not None else []
     return {"healthy": healthy_of(verdicts), "verdicts": verdicts, "nodes": nodes,
+            "rules_asked": {name: asked + (live_asked if name == live_node else []) for name in nodes},
+            "judged": {name: sorted(judgement.judged[name]) for name in nodes},
             "findings": [f.to_json() for f in judgement.findings], "notes": judgement.notes, "rules": rules.source}
 
 

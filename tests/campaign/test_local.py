@@ -44,6 +44,7 @@ def test_local_campaign_end_to_end(tmp_path, db_url):
     status = run("campaign", "status", "local-t")
     by_task = {t["task_id"]: t for t in status["tasks"]}
     assert status["done"] and status["counts"] == {"ok": 2, "failed": 2}
+    _check_junit(run, tmp_path, by_task)
 
     rows = sqlite3.connect(db_url.removeprefix("sqlite:///")).execute(
         "SELECT campaign, task_id, status, params, extra, env FROM results").fetchall()
@@ -76,6 +77,26 @@ def test_local_campaign_end_to_end(tmp_path, db_url):
 
     listed = run("campaign", "list")
     assert [(c["name"], c["tasks"], c["counts"]) for c in listed] == [("local-t", 4, {"ok": 2, "failed": 2})]
+
+
+def _check_junit(run, tmp_path: Path, by_task: dict) -> None:
+    """campaign status --junit, read by junitparser as a CI job would: a case per task, the failed
+    training tasks failed with the run's error."""
+    from junitparser import Failure, JUnitXml
+
+    report = tmp_path / "junit" / "campaign.xml"
+    report.parent.mkdir()
+    run("campaign", "status", "local-t", "--junit", str(report))
+    [suite] = list(JUnitXml.fromfile(str(report)))
+    cases = {case.name: case for case in suite}
+    assert set(cases) == set(by_task) and (suite.tests, suite.failures, suite.skipped) == (4, 2, 0)
+    for task_id, task in by_task.items():
+        assert cases[task_id].classname == "local-t"
+        if task["status"] == "ok":
+            assert cases[task_id].is_passed
+        else:
+            [failure] = cases[task_id].result
+            assert isinstance(failure, Failure) and failure.message == "failed (attempt 1)" and failure.text
 
 
 def test_unknown_campaign_is_one_line(db_url):

@@ -77,3 +77,29 @@ def test_prometheus_goes_with_its_options(report_db):
     assert proc.returncode == 2 and proc.stderr.strip() == "wirewise: error: --out goes with --format prometheus"
     proc = wirewise("fleet", "status", "--format", "csv", "--db", report_db, env=NO_SLURM_CONF)
     assert proc.returncode == 2 and "--format 'csv': choose table or prometheus" in proc.stderr
+
+
+def junit_cases(path: Path) -> dict[tuple[str, str], object]:
+    from junitparser import JUnitXml
+
+    return {(case.classname, case.name): case for suite in JUnitXml.fromfile(str(path)) for case in suite}
+
+
+def test_doctor_junit_a_case_per_rule_per_node(report_db, tmp_path):
+    from junitparser import Failure, Skipped
+
+    import_log(tmp_path, report_db, "h100-a", 0.5)
+    report = tmp_path / "doctor.xml"
+    proc = wirewise("doctor", "--junit", str(report), "--db", report_db)
+    assert proc.returncode == 1, proc.stderr
+    cases = junit_cases(report)
+    [failure] = cases["h100-a", "busbw-below-baseline"].result
+    assert isinstance(failure, Failure) and "1G: 352.3 GB/s vs 472 (floor 457.9, -25.4%)" in failure.text
+    assert failure.message.startswith("all_reduce on 8 GPU(s)")
+    assert cases["h100-b", "busbw-below-baseline"].is_passed
+    [skipped] = cases["h100-b", "tokens-below-baseline"].result  # no training results: not judged
+    assert isinstance(skipped, Skipped) and "not judged" in skipped.message
+    assert {rule for node, rule in cases if node == "h100-c"} == {"busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "task-failed"}
+    on_node = tmp_path / "health-check.xml"  # the health check refuses it as a note: as slurmd runs it, it exits 0
+    proc = wirewise("doctor", "--health-check", "--junit", str(on_node), "--db", report_db)
+    assert "--junit goes with doctor on the history" in proc.stderr and not on_node.exists()

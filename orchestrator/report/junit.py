@@ -1,0 +1,89 @@
+"""JUnit XML for CI pipelines that gate maintenance on wirewise (`doctor` and `campaign status`
+with `--junit FILE`): one test suite, a test case per thing judged (a rule on a
+node, a campaign task), failed with its evidence as the message and body, skipped where
+nothing was run or judged. The schema is the one JUnit readers share (Jenkins, GitLab, ReFrame's
+--report-junit): testsuites > testsuite(name, tests, failures, skipped) > testcase(classname,
+name) with an optional failure or skipped child. xml.etree escapes the text; the file is written
+whole (wirewise.atomic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class Case:
+    classname: str  # what holds it: the node, the campaign
+    name: str  # the rule, the task
+    outcome: str  # PASSED, FAILED or SKIPPED
+    message: str = ""  # the evidence (failed) or why it was not run (skipped)
+    body: str = ""  # the evidence in full, where longer than a message
+
+
+def junit_text(suite: str, cases: list[Case]) -> str:
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites")
+    element = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
+                            failures=str(sum(c.outcome == FAILED for c in cases)),
+                            skipped=str(sum(c.outcome == SKIPPED for c in cases)), errors="0")
+    for case in cases:
+        child = ET.SubElement(element, "testcase", classname=case.classname, name=case.name)
+        if case.outcome == FAILED:
+            ET.SubElement(child, "failure", message=case.message).text = case.body or case.message
+        elif case.outcome == SKIPPED:
+            ET.SubElement(child, "skipped", message=case.message)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: Path, suite: str, cases: list[Case]) -> None:
+    from wirewise.atomic import write_text_atomic
+
+    write_text_atomic(path, junit_text(suite, cases))
+
+
+def doctor_cases(found: dict) -> list[Case]:
+    """A case per rule per node doctor looked at: failed with the finding's evidence, passed where
+    the rule compared something of the node, skipped where it could not (no baseline, peers, live
+    reading)."""
+    cases = []
+    for node in found["nodes"]:
+        fired: dict[str, list[str]] = {}
+        for finding in found["findings"]:
+            if finding["node"] == node:
+                fired.setdefault(finding["check"], []).append(finding["evidence"])
+        for rule in found["rules_asked"][node]:
+            if rule in fired:
+                cases.append(Case(node, rule, FAILED, fired[rule][0], "\n".join(fired[rule])))
+            elif rule in found["judged"][node]:
+                cases.append(Case(node, rule, PASSED))
+            else:
+                cases.append(Case(node, rule, SKIPPED, "not judged: nothing to compare with (no baseline, peers or live reading)"))
+    return cases
+
+
+
+
+def campaign_cases(state, errors: dict[str, str]) -> list[Case]:
+    """A case per task of a campaign (track.CampaignStatus): passed when ok, failed when it ended
+    otherwise (oom, failed, timeout, cancelled, or missing: gone from Slurm without a result),
+    with the run's error where `errors` (by task) has one; skipped while pending or running."""
+    cases = []
+    for task in state.tasks:
+        where = f" on {task.node}" if task.node else ""
+        if task.status == "ok":
+            cases.append(Case(state.campaign.name, task.task_id, PASSED))
+        elif task.status in ("pending", "running"):
+            cases.append(Case(state.campaign.name, task.task_id, SKIPPED, f"{task.status}: not finished{where}"))
+        else:
+            message = f"{task.status} (attempt {task.attempt}){where}"
+            cases.append(Case(state.campaign.name, task.task_id, FAILED, message, errors.get(task.task_id) or message))
+    return cases
+
+
+__all__ = ["Case", "FAILED", "PASSED", "SKIPPED", "campaign_cases", "doctor_cases", "junit_text", "write_junit"]
