@@ -1019,14 +1019,17 @@ def says_gone(code, out, err, d: Path) -> str | None:
 
 
 # -- issue 29: baselines, launch's environment and script, the API, place/status/collect -----------
+from wirewise.orchestrator.health.baseline import VERSION as BASELINES_VERSION  # noqa: E402 - the files this wirewise reads
+
 BASELINE = {"fingerprint": "f" * 64, "workload": "collective", "metric": "busbw_gbs", "median": 10.0, "spread": 1.0,
             "results": 4, "nodes": 2, "sources": {"wirewise": 4},
-            "case": {"op": "all_reduce", "bytes": 1024, "device": "gpu", "gpus": 2, "placement": "packed",
-                     "transport": "default", "in_place": False, "dtype": "float32"}}
+            "case": {"source": "wirewise", "op": "all_reduce", "dtype": "float32", "redop": "sum", "root": None,
+                     "bytes": 1024, "in_place": False, "cuda_graph": False, "transport": "default", "device": "gpu",
+                     "ranks": 2, "node_count": 1, "ranks_per_node": 2, "geometry": "packed"}}
 
 
 def baselines_doc(*entries, **top) -> str:
-    return json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": list(entries), **top})
+    return json.dumps({"format": "wirewise-baselines", "version": BASELINES_VERSION, "baselines": list(entries), **top})
 
 
 def baseline(**changes) -> dict:
@@ -1112,10 +1115,10 @@ def issue_29_cases() -> list[Case]:
         imp(baselines_doc(BASELINE, baseline(median=123.25)).replace("123.25", token), note=f"median {token}")
     for body, note in [("", "empty"), ("null", "null"), ("[]", "list"), ("{}", "no format"), ("[" * 100000, "deep"),
                        (baselines_doc(version=2), "version 2"), (baselines_doc(version="1"), "version text"),
-                       (json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": {}}), "baselines map"),
-                       (json.dumps({"format": "wirewise-baselines", "version": 1}), "no baselines"),
-                       (json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": [None]}), "entry null"),
-                       (json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": [[1]]}), "entry list"),
+                       (json.dumps({"format": "wirewise-baselines", "version": BASELINES_VERSION, "baselines": {}}), "baselines map"),
+                       (json.dumps({"format": "wirewise-baselines", "version": BASELINES_VERSION}), "no baselines"),
+                       (json.dumps({"format": "wirewise-baselines", "version": BASELINES_VERSION, "baselines": [None]}), "entry null"),
+                       (json.dumps({"format": "wirewise-baselines", "version": BASELINES_VERSION, "baselines": [[1]]}), "entry list"),
                        (b"\xff\xfe\x00\x01" * 50, "binary"),
                        (("fifo",), "FIFO"), (("link", "/dev/zero"), "/dev/zero"), (("dir",), "folder"),
                        (("sparse", 1024**3 + 1), "past 1 GiB"), (("link", "nowhere"), "dangling link")]:

@@ -15,16 +15,18 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import wirewise, wirewise_json
+from wirewise.orchestrator.health.baseline import VERSION
 from tests.report.conftest import import_log
 
 GOOD = {"fingerprint": "a" * 64, "workload": "collective", "metric": "busbw_gbs", "median": 10.0, "spread": 1.0,
         "results": 4, "nodes": 2, "sources": {"wirewise": 4},
-        "case": {"op": "all_reduce", "bytes": 1024, "device": "gpu", "gpus": 2, "placement": "packed",
-                 "transport": "default", "in_place": False, "dtype": "float32"}}
+        "case": {"source": "wirewise", "op": "all_reduce", "dtype": "float32", "redop": "sum", "root": None,
+                 "bytes": 1024, "in_place": False, "cuda_graph": False, "transport": "default", "device": "gpu",
+                 "ranks": 2, "node_count": 1, "ranks_per_node": 2, "geometry": "packed"}}
 
 
 def baselines_file(path: Path, *entries: dict) -> Path:
-    path.write_text(json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": list(entries)}))
+    path.write_text(json.dumps({"format": "wirewise-baselines", "version": VERSION, "baselines": list(entries)}))
     return path
 
 
@@ -50,7 +52,7 @@ def stored_baselines(url: str) -> int:
 BAD = {  # what the file holds -> the words that name it
     "results 2^63 (past SQLite's integer)": (entry(results=2**63), "baselines[1].results"),
     "results 2^31 (past PostgreSQL's integer)": (entry(results=2**31), "baselines[1].results"),
-    "gpus as a list": (entry(gpus=[0, 1]), "baselines[1].case.gpus"),
+    "ranks as a list": (entry(ranks=[0, 1]), "baselines[1].case.ranks"),
     "bytes as text": (entry(bytes="1K"), "baselines[1].case.bytes"),
     "bytes 1.5": (entry(bytes=1.5), "baselines[1].case.bytes"),
     "in_place as a number": (entry(in_place=3), "baselines[1].case.in_place"),
@@ -74,7 +76,7 @@ def test_a_baselines_file_with_one_bad_value_stores_nothing(url, tmp_path, name)
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_a_baselines_file_with_a_figure_that_is_no_number_stores_nothing(url, tmp_path, token):
-    text = json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": [GOOD, entry(spread=12345.5)]})
+    text = json.dumps({"format": "wirewise-baselines", "version": VERSION, "baselines": [GOOD, entry(spread=12345.5)]})
     path = tmp_path / "b.json"
     path.write_text(text.replace("12345.5", token))
     proc = wirewise("baseline", "import", str(path), "--db", url)
@@ -83,11 +85,11 @@ def test_a_baselines_file_with_a_figure_that_is_no_number_stores_nothing(url, tm
 
 
 def test_rows_stored_unchecked_before_are_left_out_with_a_word(url, tmp_path):
-    """An older wirewise stored what it was given: a case with its GPUs as a list, and (where the
+    """An older wirewise stored what it was given: a case with its ranks as a list, and (where the
     database keeps it) a NaN median. Export still writes strict JSON of the sound ones, saying
     what it left out; it no longer fails for good."""
     wirewise("baseline", "import", str(baselines_file(tmp_path / "good.json", GOOD)), "--db", url, check=True)
-    rows = [{"case": entry(gpus=[0, 1])["case"], "median": 10.0}]
+    rows = [{"case": entry(ranks=[0, 1])["case"], "median": 10.0}]
     if not url.startswith("sqlite"):
         rows.append({"case": entry(bytes=2048)["case"], "median": float("nan")})  # SQLite keeps no NaN
     engine = sa.create_engine(url)
@@ -114,7 +116,7 @@ def test_doctor_judges_by_the_sound_baselines_and_says_which_it_ignored(report_d
     wirewise("baseline", "import", str(out), "--db", fresh, check=True)
     engine = sa.create_engine(fresh)
     with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE baselines SET \"case\" = json_set(\"case\", '$.gpus', json('[0, 1]')), "
+        conn.execute(sa.text("UPDATE baselines SET \"case\" = json_set(\"case\", '$.ranks', json('[0, 1]')), "
                              "case_key = 'old', origin = 'old.json' WHERE id = (SELECT min(id) FROM baselines)"))
     engine.dispose()
     import_log(tmp_path, fresh, "newcomer", 0.5)

@@ -167,5 +167,7 @@ def test_results_and_the_reports_facts_count_the_gpus_of_an_unknown_gpu_count_al
     out = tmp_path / "baselines.json"
     wirewise("baseline", "export", "--out", str(out), "--db", url, check=True)
     baselines = json.loads(out.read_text())["baselines"]
-    judged = {(b["case"]["gpus"], b["results"]) for b in baselines if b["case"]["bytes"] == 1 << 30 and not b["case"]["in_place"]}
-    assert judged == shown
+    judged = {(b["case"]["ranks"], b["results"]) for b in baselines if b["case"]["bytes"] == 1 << 30 and not b["case"]["in_place"]}
+    pooled = {(row["ranks"], row["count"]) for row in results(url, "--bytes", "1G", "--group-by", "ranks,in_place")
+              if not row["in_place"]}
+    assert judged == pooled == {(8, 2)}  # a baseline is the node type's: both nodes' results, 8 ranks each
