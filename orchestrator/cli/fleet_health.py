@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from wirewise.limits import MAX_NODES
 from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json, print_tables, site_partition, warn
 from wirewise.orchestrator.cli.doctor import RulesOption
 
@@ -83,7 +84,7 @@ def drain(
     partition: Partition = None,
     node: Nodes = None,
     rules: RulesOption = None,
-    beyond: Annotated[int, typer.Option("--beyond-guardrails", min=0, help="The second confirmation: drain this many nodes past the guardrails (the dry run says how many).")] = 0,
+    beyond: Annotated[int, typer.Option("--beyond-guardrails", min=0, max=MAX_NODES, help="The second confirmation: drain this many nodes past the guardrails (the dry run says how many).")] = 0,
     timeout: Timeout = 900.0,
     db: DbOption = None,
     json: JsonOption = False,

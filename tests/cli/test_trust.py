@@ -564,6 +564,8 @@ def test_csv_cells_that_look_like_formulas_are_inert(tmp_path, db_url):
      "--gpus 99999999999999999999: give at least 1 GPU, at most 65536"),  # was an OverflowError traceback
     (["run", "--whole-node", "-k", "2", "-f", str(NVL_QUADS), "--gpu-mem-gb", "nan", "--", "true"],
      "--gpu-mem-gb must be positive"),  # was accepted: run without --model never read it
+    (["fleet", "drain", "--apply", "--beyond-guardrails", "99999999999999999999"],
+     "is not in the range 0<=x<=65536"),  # was accepted: "nothing to do"
 ])
 def test_options_found_by_the_hostile_pass(args, expected, tmp_path, db_url):
     one_line_exit_2(wirewise(*args, cwd=tmp_path, env={"WIREWISE_DB": db_url}, timeout=QUICK), expected)
