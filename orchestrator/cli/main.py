@@ -146,9 +146,26 @@ def _error(message: str, exit_code: int) -> None:
     message = re.sub(r"\S{200,}", lambda m: f"{m[0][:60]}...({len(m[0])} characters)...{m[0][-20:]}", message)
     if _for_slurmd(sys.argv[1:]):  # slurmd drains a node for any other exit: the wrapper's mistake is not the node's
         sys.stderr.write(f"wirewise: note: not judged: {message}\n")
+        if "--json" in sys.argv[1:]:
+            print(_not_judged_json(sys.argv[1:], message))
         sys.exit(0)
     sys.stderr.write(f"wirewise: error: {message}\n")
     sys.exit(exit_code)
+
+
+def _not_judged_json(args: list[str], message: str) -> str:
+    """The outcome a health check or prolog prints with --json when its own command line or setup
+    failed before it ran: not judged, nothing drained (a reader of its JSON sees why)."""
+    from wirewise.atomic import json_text
+    from wirewise.errors import UserError
+    from wirewise.orchestrator.health.node import HEALTH_CHECK, PROLOG, NodeOutcome, this_node
+
+    try:
+        node = this_node()
+    except UserError:  # the scheduler's variables themselves may be what failed
+        node = "this node"
+    mode = PROLOG if "--prolog" in args else HEALTH_CHECK
+    return json_text(NodeOutcome(node, mode, not_judged=message).to_json())
 
 
 def _for_slurmd(args: list[str]) -> bool:

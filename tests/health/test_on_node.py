@@ -81,6 +81,17 @@ def test_rules_that_do_not_load_are_not_judged(tmp_path, mode, prolog):
     not_judged(done, tmp_path, f"{tmp_path / 'rules.yaml'}: prolog")
 
 
+@pytest.mark.parametrize("mode, args, why", [
+    *[(mode, ["--dbb", "x"], "No such option: --dbb") for mode in MODES],
+    *[(mode, ["--health-check", "--prolog"], "not both") for mode in MODES],
+    ("--prolog", ["--report-only"], "--report-only goes with --health-check"),
+])
+def test_a_wrapper_whose_options_do_not_parse_is_not_judged_with_its_outcome(tmp_path, mode, args, why):
+    """A misspelt or contradictory option fails before the command runs: it exited 0 with a note
+    (slurmd drains nothing) but printed no JSON outcome for a reader of --json."""
+    not_judged(slurmd_runs(mode, *args, folder=tmp_path), tmp_path, why)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_database_locked_by_another_writer_is_not_judged_and_leaves_no_scratch(tmp_path, mode):
     """Another writer holds the SQLite database for the whole check: the health check waits a
