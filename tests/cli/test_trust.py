@@ -293,6 +293,7 @@ def test_hostile_options_are_one_line(case, tmp_path, db_url):
 
 def test_the_op_filter_takes_imported_nccl_tests_ops(db_url):
     """An op only nccl-tests measures (sendrecv) is a name, not a typo."""
+    wirewise("db", "upgrade", "--db", db_url, check=True)  # a read creates no database
     assert wirewise_json("results", "--op", "sendrecv", "--db", db_url) == []
 
 
@@ -488,6 +489,7 @@ def test_report_out_where_it_cannot_write(tmp_path, db_url):
 
 def test_long_values_are_shown_by_their_ends(tmp_path, db_url):
     """A 10,000-character name or a 5,000-digit number in an error stays one readable line."""
+    wirewise("db", "upgrade", "--db", db_url, check=True)  # a read creates no database
     for args in (["estimate", "-m", "x" * 10_000], ["results", "--bytes", "9" * 5000, "--db", db_url],
                  ["campaign", "status", "n" * 10_000, "--db", db_url]):
         proc = wirewise(*args, timeout=QUICK)
