@@ -410,11 +410,17 @@ def test_drains_at_once_and_stops_leave_slurm_and_the_trail_agreeing(fleet):
 
     fleet.fault("wwn1", NVLINK_DOWN)
     fleet.cluster.exec("wwn1", WIREWISE, "doctor", "--health-check", "--report-only", "--db", fleet.db, check=False)
+    # A user's job holds wwn1, so the drain's re-check waits in the queue (on an idle node it is
+    # done within the second the stop below waits, and the drain ends before it is stopped).
+    user = sbatch("-w", "wwn1", "--exclusive", "-o", "/dev/null", "--wrap", "sleep 600", cwd=fleet.folder)
+    wait_for(lambda: states()["wwn1"][0] == "allocated", 30, "the user's job running on wwn1")
     drain = subprocess.Popen([WIREWISE, "fleet", "drain", "--apply", "--beyond-guardrails", "1", "--timeout", "60",
                               "--db", fleet.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: trail(fleet, "wwn1") == [("drain", "claimed")], 60, "wwn1's drain claimed")
     time.sleep(1)  # its repeat submitted
     drain.send_signal(signal.SIGTERM)
-    drain.communicate(timeout=120)
-    assert drain.returncode == 128 + signal.SIGTERM
+    said = drain.communicate(timeout=120)
+    assert drain.returncode == 128 + signal.SIGTERM, (drain.returncode, said)
+    subprocess.run(["scancel", user], check=True)
+    wait_for(lambda: states()["wwn1"][0] == "idle", 30, "wwn1 idle once the user's job ended")
     assert trail(fleet, "wwn1") == [("drain", "interrupted")] and states()["wwn1"] == ("idle", None)
