@@ -109,3 +109,11 @@ def wirewise_json(*args: str, **kw):
 def db_url(tmp_path: Path) -> str:
     """A fresh SQLite database file for one test."""
     return f"sqlite:///{tmp_path / 'wirewise.db'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def url(request, tmp_path) -> str:
+    """A fresh database for one test: SQLite, and PostgreSQL (marked postgres)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'wirewise.db'}"
+    return request.getfixturevalue("pg_url")

@@ -122,10 +122,3 @@ def collect_as_campaign(result: Path, folder: Path, url: str, campaign: str) -> 
     copy.write_text(json.dumps(doc))
     wirewise("collect", str(copy), "--db", url, check=True)
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request, tmp_path) -> str:
-    """A fresh database for one test: SQLite, and PostgreSQL (marked postgres)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'wirewise.db'}"
-    return request.getfixturevalue("pg_url")

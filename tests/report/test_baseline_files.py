@@ -14,15 +14,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from tests.cli.hostile_pass import BASELINE
 from tests.conftest import wirewise, wirewise_json
-from wirewise.orchestrator.health.baseline import VERSION
 from tests.report.conftest import import_log
+from wirewise.orchestrator.health.baseline import VERSION
 
-GOOD = {"fingerprint": "a" * 64, "workload": "collective", "metric": "busbw_gbs", "median": 10.0, "spread": 1.0,
-        "results": 4, "nodes": 2, "sources": {"wirewise": 4},
-        "case": {"source": "wirewise", "op": "all_reduce", "dtype": "float32", "redop": "sum", "root": None,
-                 "bytes": 1024, "in_place": False, "cuda_graph": False, "transport": "default", "device": "gpu",
-                 "ranks": 2, "node_count": 1, "ranks_per_node": 2, "geometry": "packed"}}
+GOOD = {**BASELINE, "fingerprint": "a" * 64}  # the hostile pass's sound entry, on a wiring of its own
 
 
 def baselines_file(path: Path, *entries: dict) -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 
 from wirewise.case import ALL_CASE_FIELDS, CASE_FIELDS, FIELDS, NOT_CASE, case_key, case_of, geometry_of
@@ -24,12 +23,6 @@ QUADS = topology_from_text((FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-qua
 WHEN = datetime(2026, 12, 1, 10, tzinfo=timezone.utc)
 STORED = [*FIELDS, "case_key"]
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'wirewise.db'}"
-    return request.getfixturevalue("pg_url")
 
 
 def _collective(**fields) -> ResultRecord:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 
 from wirewise.db import HEAD
@@ -23,12 +21,6 @@ ADDED_AT_0005 = ("ranks_exact", "ranks_from", "log_line", "identified_by")
 ID_STEP = 97  # ids spread over more than one of the fill's batches (db/versions/0008: BATCH)
 WHEN = datetime(2026, 12, 1, 10, tzinfo=timezone.utc)
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'wirewise.db'}"
-    return request.getfixturevalue("pg_url")
 
 
 def _migrate(url: str, revision: str, down: bool = False) -> None:
