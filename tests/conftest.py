@@ -92,8 +92,9 @@ def xdist_group(item) -> str | None:
 
 
 def wirewise(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300, check: bool = False):
-    """Run `wirewise ARGS` as a process; returns CompletedProcess with text output."""
-    full_env = {**os.environ, **(env or {})}
+    """Run `wirewise ARGS` as a process; returns CompletedProcess with text output. `env` is laid over
+    this process's environment; a None value removes that variable (the session's fixtures set some)."""
+    full_env = {key: value for key, value in {**os.environ, **(env or {})}.items() if value is not None}
     proc = subprocess.run([WIREWISE, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"wirewise {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")

@@ -41,7 +41,7 @@ same rank twice with another host or process, or the same size twice in a row of
 holds two runs' lines interleaved (two jobs writing one file): no row can be told to be
 whose, so it is not stored, and a file of nothing else is refused.
 
-Command lines. A line that runs one `*_perf` binary (maybe continued with `\`) belongs to
+Command lines. A line that runs one `*_perf` binary (maybe continued with a backslash) belongs to
 the run that follows it: its binary names the op; the recorded variables set on it
 (`NCCL_P2P_DISABLE=1 CUDA_VISIBLE_DEVICES=2,3 ./all_reduce_perf`, `mpirun -x K=V`, `srun
 --export=`) are the run's environment, which sets its transport (HowItRan) and maps its
@@ -193,8 +193,8 @@ _BOILERPLATE = ("size", "(B)", "out-of-place", "Using", "Collective", "Out", "Ra
 # Launchers whose command lines start several processes (`mpirun -np 16 ... all_reduce_perf -g 1`).
 LAUNCHERS = set("mpirun mpiexec mpiexec.hydra orterun srun jsrun aprun prun flux torchrun horovodrun".split())
 _PROMPT = re.compile(r"^(?:\(\S+\)\s*)?(?:\[[^\]]*\]|[\w.@:~/-]*)?[$%#]\s")  # `$ egrep ...`, `user@host:~$ ...`
-MAX_COMMAND_CHARS = 64 * 1024
-MAX_DIGITS = 30  # digits of any integer read (a size past 2^63 is 19): longer is no log's, and int() refuses 4,300  # a command continued with `\` over many lines
+MAX_COMMAND_CHARS = 64 * 1024  # a command continued with `\` over many lines
+MAX_DIGITS = 30  # digits of any integer read (a size past 2^63 is 19): longer is no log's, and int() refuses 4,300
 MOST_RANKS = 10**7  # --ranks bound: far beyond any machine, small enough to stay an integer everywhere
 
 
