@@ -63,6 +63,11 @@ def domain_of(fabrics: list[dict[str, Any] | None]) -> tuple[str, int] | None:
     return keys.pop() if len(keys) == 1 else None
 
 
+def domain_json(key: tuple[str, int] | None) -> dict[str, Any] | None:
+    """A domain key as every --json output writes it: {"cluster_uuid", "clique_id"}, or None."""
+    return {"cluster_uuid": key[0], "clique_id": key[1]} if key else None
+
+
 def fabric_problems(info: dict[str, Any] | None) -> list[str]:
     """What is wrong with one GPU's fabric, in words; [] when nothing is (or it has no fabric:
     a PCIe card or an HGX board without one is not a fault). The one rule doctor, the health

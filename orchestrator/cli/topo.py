@@ -42,7 +42,7 @@ def show(from_file: FromFileOption = None, json: JsonOption = False) -> None:
     if json:
         for note in notes:
             err_console().print(f"note: {note}", style="yellow", markup=False, highlight=False)
-        print_json(topo.contract())
+        print_json({**topo.contract(), "nvlink_domain": _domain_json([gpu.get("fabric") for gpu in topo.details.get("gpus") or []])})
         return
     from rich.markup import escape
 
@@ -63,12 +63,19 @@ def _show_unwired(unknown, json: bool) -> None:
     if json:
         typer.echo(f"note: {unknown}", err=True)
         print_json({"gpus": len(gpus), "gpu_names": [g["name"] for g in gpus], "links": None, "wiring": "unknown",
-                    "nvlink_fabric": gpus})
+                    "nvlink_domain": _domain_json([g["fabric"] for g in gpus]), "nvlink_fabric": gpus})
         return
     out = console()
     for k, gpu in enumerate(gpus):
         out.print(f"GPU{k} {gpu['name'] or '?'}: {_fabric_text(gpu['fabric'])}", markup=False, highlight=False)
     out.print(f"note: {unknown}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+def _domain_json(infos) -> dict | None:
+    """The node's multi-node NVLink domain as --json writes it (null: in none)."""
+    from wirewise.topology.fabric import domain_json, domain_of
+
+    return domain_json(domain_of(infos))
 
 
 def _fabric_text(info) -> str:
@@ -286,16 +293,15 @@ def _summary(topo) -> list[str]:
 
 
 def _domain_lines(topo) -> list[str]:
-    """The node's NVLink domain, and every GPU whose fabric has a problem; nothing where no GPU has a fabric."""
+    """The node's NVLink domain (or none, and why), and every GPU whose fabric has a problem."""
     from rich.markup import escape
 
-    from wirewise.topology.fabric import domain_of, fabric_problems
+    from wirewise.topology.fabric import domain_of, fabric_problems, why_no_domain
 
     infos = [gpu.get("fabric") for gpu in topo.details.get("gpus") or []]
-    if not any(infos):
-        return []
-    domain = domain_of(infos)
-    lines = [f"[bold]NVLink domain[/] {escape(f'{domain[0]} clique {domain[1]}') if domain else 'none (no one completed multi-node domain)'}"]
+    domain = domain_of(infos) if infos else None
+    where = f"{domain[0]} clique {domain[1]}" if domain else f"none ({why_no_domain(infos)})"
+    lines = [f"[bold]NVLink domain[/] {escape(where)}"]
     lines += [f"[yellow]GPU{k} fabric:[/] {escape('; '.join(fabric_problems(info)))}" for k, info in enumerate(infos)
               if fabric_problems(info)]
     return lines

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from wirewise.orchestrator.placement import Unplaceable, select_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.topology import Topology
+from wirewise.topology.fabric import domain_json
 
 
 @dataclass
@@ -68,7 +69,7 @@ class NodeChoice:
             "fingerprint": self.fingerprint,
             "predicted_busbw_gbs": self.predicted_busbw_gbs,
             "switches": self.switches,
-            "nvlink_domain": {"cluster_uuid": self.domain[0], "clique_id": self.domain[1]} if self.domain else None,
+            "nvlink_domain": domain_json(self.domain),
             "reasons": self.reasons,
         }
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.read import UPPERMOST
+from wirewise.topology.fabric import domain_json
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -169,7 +170,7 @@ def list_topologies(store: Store) -> list[dict[str, Any]]:
         {
             "node": w.node, "fabric": w.fabric, "switched": w.switched, "gpus": w.gpu_count, "gpu_model": w.gpu_model,
             "groups": w.groups, "fingerprint": w.fingerprint, "first_seen": w.first_seen, "last_seen": w.last_seen,
-            "domain": {"cluster_uuid": w.domain[0], "clique_id": w.domain[1]} if w.domain else None,
+            "domain": domain_json(w.domain),
             "fabrics": [gpu.get("fabric") for gpu in w.details.get("gpus") or []],
         }
         for w in node_wirings(store)

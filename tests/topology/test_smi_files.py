@@ -123,3 +123,15 @@ def test_topo_list_shows_the_domains_and_the_nodes_apart(db_url: str) -> None:
     human = wirewise("topo", "list", "--db", db_url).stdout
     assert "gb1, gb2" in human and "in no NVLink domain: h200: no NVLink fabric" in human
     assert "fabric degraded: gbx: GPU 0: fabric health Unhealthy" in human
+
+
+def test_topo_show_names_the_nodes_nvlink_domain() -> None:
+    """topo show --json carries the node's domain (null where it sits in none); the text says it, or why none."""
+    gb300 = wirewise_json("topo", "show", "-f", str(SMI / "gb300-built-q.txt"))
+    assert gb300["nvlink_domain"] == {"cluster_uuid": "6a130f54-faaa-4b8f-847f-be44ab70f917", "clique_id": 32766}
+    assert wirewise_json("topo", "show", "-f", str(H200_TOPO), "-f", str(SMI / "h200-fabric.csv"))["nvlink_domain"] is None
+    unwired = json.loads(wirewise("topo", "show", "-f", str(SMI / "hgx-h100-zero-uuid-built-q.xml"), "--json").stdout)
+    assert unwired["nvlink_domain"] is None
+    text = wirewise("topo", "show", "-f", str(SMI / "gb300-built-q.txt")).stdout
+    assert "NVLink domain 6a130f54-faaa-4b8f-847f-be44ab70f917 clique 32766" in text
+    assert "NVLink domain none (no NVLink fabric)" in wirewise("topo", "show", "-f", str(H200_TOPO)).stdout
