@@ -137,6 +137,18 @@ def compare(
         typer.echo(line)
 
 
+def _doctor_says(store, filters):
+    """What `doctor` says of the history, for the report: no verdict recorded, this machine not
+    probed; None where it cannot judge (its rules file is not valid)."""
+    from wirewise.errors import UserError
+    from wirewise.orchestrator.health.doctor import doctor
+
+    try:
+        return doctor(store, include_cpu=filters.include_cpu, record=False)
+    except UserError:
+        return None
+
+
 @app.command()
 def report(
     out: Annotated[str, typer.Option("--out", help="Folder for the PNG figures and index.html (created if missing).", show_default=False)],
@@ -150,16 +162,19 @@ def report(
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """The article's figures (busbw by size and by GPU count, NVLink against PCIe, the strategy
-    dial per wire) as PNG files and one self-contained HTML page with their tables and wiring."""
+    """A short article of the results: a summary of the findings in sentences, then the figures
+    (busbw by size and by GPU count, the strategy dial per wire) as PNG files, in one
+    self-contained HTML page with their tables and wiring."""
     from wirewise.orchestrator.report.page import write_report
     from wirewise.orchestrator.report.query import parse_filters
     from wirewise.orchestrator.store import Store
 
     filters = parse_filters(campaigns=campaign, fabric=fabric, fingerprint=fingerprint, node=node, source=source,
                             since=since, include_cpu=include_cpu)
+    from wirewise.orchestrator.advise.estimate import memory_from_name
+
     folder = folder_path(out, "--out", "report")
-    written = write_report(Store.existing(db), filters, folder)
+    written = write_report(Store.existing(db), filters, folder, memory_from_name, _doctor_says)
     if json:
         print_json(written)
         return

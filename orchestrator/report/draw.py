@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +27,8 @@ from wirewise.units import human_bytes
 
 DPI = 90
 CELL = (6.4, 3.9)  # inches: one panel with its title, ticks and axis labels
-MARGIN = {"left": 0.95, "right": 0.15, "top": 0.8, "bottom": 0.55, "between_rows": 0.85, "between_columns": 0.85}
-LEGEND_FONT = 7.0  # points
+MARGIN = {"left": 0.95, "right": 0.15, "top": 0.8, "bottom": 0.7, "between_rows": 0.85, "between_columns": 0.85}
+LEGEND_FONT = 9.0  # points
 # A legend line is 1.66 font sizes high and a label's character about half of one wide (DejaVu
 # Sans at 7 pt: 48 lines measured 558 pt, 39 characters 136 pt); the handle and padding take
 # about 5 font sizes beside the text. Used to choose the legend's columns and the size of the
@@ -37,13 +38,21 @@ MARKERS = ("o", "s", "^", "D", "v", "P")  # a label's marker: which run of ten c
 MOST_TICKS = {"size": 8, "count": 12}
 
 
-def draw(figure: Figure, out: Path) -> Path:
-    """The figure as `out`/NAME.png; returns its path."""
+def draw(figure: Figure, out: Path, colours: dict[str, str] | None = None) -> Path:
+    """The figure as `out`/NAME.png; returns its path. `colours`: each wire's colour, the same
+    on every figure of a page (wire_colours); a figure drawn alone gets its own."""
     import matplotlib
 
     # parse_math off: a name with two '$' is text, not TeX
     with matplotlib.rc_context({"text.parse_math": False, "text.hinting": "none"}):
-        return _draw(figure, out / f"{figure.name}.png")
+        return _draw(figure, out / f"{figure.name}.png", colours or wire_colours([figure]))
+
+
+def wire_colours(figures: list[Figure]) -> dict[str, str]:
+    """One colour per wire over all the figures, in first-seen order (the ten default colours,
+    then again: more than ten wires on one page are told apart by their labels)."""
+    wires = dict.fromkeys(s.wire for figure in figures for panel in figure.panels for s in panel.series)
+    return {wire: f"C{i % 10}" for i, wire in enumerate(wires)}
 
 
 @dataclass(frozen=True)
@@ -53,23 +62,30 @@ class Entry:
     label: str
     color: str
     marker: str | None  # lines; None for bars
-    imported: bool  # nccl-tests: dashed line, hatched bar
+    imported: bool  # nccl-tests: dashed line with hollow markers, hatched bar
 
 
-def _entries(figure: Figure) -> dict[str, Entry]:
-    """Each label's style, in first-seen order: the ten default colours, then the next marker."""
-    first = {}
+def _entries(figure: Figure, colours: dict[str, str]) -> dict[str, Entry]:
+    """Each label's style, in first-seen order: its wire's colour; lines of one wire that differ
+    in something else than the source (dtype, form, GPUs) get the next marker, and nccl-tests'
+    line of the same case the same marker, hollow, dashed."""
+    first: dict[str, tuple[str, str, str]] = {}
     for panel in figure.panels:
         for series in panel.series:
-            first.setdefault(series.label, (panel.kind, series.source))
-    return {label: Entry(label, f"C{i % 10}", None if kind == "bars" else MARKERS[i // 10 % len(MARKERS)], source == "nccl-tests")
-            for i, (label, (kind, source)) in enumerate(first.items())}
+            first.setdefault(series.label, (panel.kind, series.source, series.wire))
+    shapes: dict[str, dict[str, int]] = defaultdict(dict)  # wire -> label without the source -> marker
+    entries = {}
+    for label, (kind, source, wire) in first.items():
+        own = label.removesuffix(" [nccl-tests]")
+        marker = MARKERS[shapes[wire].setdefault(own, len(shapes[wire])) % len(MARKERS)]
+        entries[label] = Entry(label, colours.get(wire, "C0"), None if kind == "bars" else marker, source == "nccl-tests")
+    return entries
 
 
-def _draw(figure: Figure, path: Path) -> Path:
-    columns = 1 if len(figure.panels) == 1 or figure.panels[0].kind == "bars" else 2  # bars: a wide panel to a row
+def _draw(figure: Figure, path: Path, colours: dict[str, str]) -> Path:
+    columns = max(1, min(figure.columns, len(figure.panels)))
     rows = -(-len(figure.panels) // columns)
-    entries = _entries(figure)
+    entries = _entries(figure, colours)
     panels_height = MARGIN["top"] + MARGIN["bottom"] + rows * CELL[1] - MARGIN["between_rows"]
     legend = _legend_image(tuple(entries.values()), _legend_columns(len(entries), panels_height)) if entries else None
     legend_width = legend.shape[1] / DPI + MARGIN["right"] if legend is not None else 0.0
@@ -80,6 +96,9 @@ def _draw(figure: Figure, path: Path) -> Path:
     try:
         for ax, panel in zip(axes, figure.panels):
             (_draw_bars if panel.kind == "bars" else _draw_lines)(ax, panel, entries)
+            for y, what in panel.limits:
+                ax.axhline(y, color="0.3", linestyle=":", linewidth=1.2)
+                ax.text(ax.get_xlim()[0], y, f" {what}", va="bottom", ha="left", fontsize=8, color="0.3")
             ax.set_title(panel.title, fontsize=10, y=1.0)  # y given: no search for a place above the ticks
             ax.set_xlabel(panel.xlabel)
             ax.set_ylabel(panel.ylabel)
@@ -98,7 +117,7 @@ def _draw(figure: Figure, path: Path) -> Path:
         for image in fig.images[:]:
             image.remove()
         for ax in axes:
-            for artist in [*ax.collections, *ax.texts]:
+            for artist in [*ax.collections, *ax.texts, *ax.lines]:
                 artist.remove()
             ax.ignore_existing_data_limits = True
     return path
@@ -158,7 +177,8 @@ def _legend_image(entries: tuple[Entry, ...], columns: int):
     canvas = FigureCanvasAgg(fig)
     handles = [
         Rectangle((0, 0), 1, 1, facecolor=entry.color, hatch="//" if entry.imported else None) if entry.marker is None
-        else Line2D([], [], color=entry.color, marker=entry.marker, markersize=4, linestyle="--" if entry.imported else "-")
+        else Line2D([], [], color=entry.color, marker=entry.marker, markersize=6, linestyle="--" if entry.imported else "-",
+                    markerfacecolor="none" if entry.imported else entry.color, linewidth=1.5 if entry.imported else 2.5)
         for entry in entries
     ]
     legend = fig.legend(handles, [entry.label for entry in entries], loc="upper left", bbox_to_anchor=(0, 1),
@@ -171,59 +191,85 @@ def _legend_image(entries: tuple[Entry, ...], columns: int):
 
 
 def _draw_lines(ax, panel: Panel, entries: dict[str, Entry]) -> None:
-    """Every line of the panel as one collection, and its markers as one per marker shape:
-    three artists where a Line2D per series was 24 (0.3 s of a figure's 0.45). Colours go in
-    as RGBA arrays: a colour name per point is parsed point by point."""
+    """Every line of the panel as two collections (measured: solid and wide; nccl-tests: dashed
+    and narrow on top, so a line that lies under the other still shows), and the markers as one
+    scatter per shape and fill (nccl-tests' hollow and larger): a handful of artists where a
+    Line2D per series was 24 (0.3 s of a figure's 0.45). Colours go in as RGBA arrays: a colour
+    name per point is parsed point by point. The y axis starts at zero."""
     import numpy as np
     from matplotlib.collections import LineCollection
     from matplotlib.colors import to_rgba
 
-    marks: dict[str, tuple[list, list, list]] = {}  # marker: (x, y, RGBA per point)
-    for line in panel.series:
-        entry = entries[line.label]
-        xs, ys, colours = marks.setdefault(entry.marker, ([], [], []))
-        xs += line.x
-        ys += line.y
-        colours += [to_rgba(entry.color)] * len(line.x)
-    ax.add_collection(LineCollection(
-        [np.column_stack([line.x, line.y]) for line in panel.series],
-        colors=np.array([to_rgba(entries[line.label].color) for line in panel.series]).reshape(-1, 4),
-        linestyles=["--" if entries[line.label].imported else "-" for line in panel.series], linewidths=1.5,
-    ))
-    for marker, (xs, ys, colours) in marks.items():
-        ax.scatter(xs, ys, s=16, c=np.array(colours), marker=marker, zorder=3)
+    for imported in (False, True):
+        lines = [line for line in panel.series if entries[line.label].imported == imported]
+        if not lines:
+            continue
+        ax.add_collection(LineCollection(
+            [np.column_stack([line.x, line.y]) for line in lines],
+            colors=np.array([to_rgba(entries[line.label].color) for line in lines]).reshape(-1, 4),
+            linestyles="--" if imported else "-", linewidths=1.5 if imported else 3.0, alpha=1.0 if imported else 0.6,
+            zorder=3 if imported else 2,
+        ))
+        marks: dict[str, tuple[list, list, list]] = {}  # marker: (x, y, RGBA per point)
+        for line in lines:
+            xs, ys, colours = marks.setdefault(entries[line.label].marker, ([], [], []))
+            xs += line.x
+            ys += line.y
+            colours += [to_rgba(entries[line.label].color)] * len(line.x)
+        for marker, (xs, ys, colours) in marks.items():
+            if imported:
+                ax.scatter(xs, ys, s=42, facecolors="none", edgecolors=np.array(colours), linewidths=1.3, marker=marker, zorder=5)
+            else:
+                ax.scatter(xs, ys, s=20, c=np.array(colours), marker=marker, zorder=4)
     ticks = sorted({x for line in panel.series for x in line.x})
     step = -(-len(ticks) // MOST_TICKS[panel.kind]) if ticks else 1
     if panel.kind == "size":
         ax.set_xticks(ticks[::step], [human_bytes(t) for t in ticks[::step]])
+        ax.set_xlim(ticks[0] / 1.4, ticks[-1] * 1.4)
     else:
         ax.set_xticks(ticks[::step])
+        ax.set_xlim(ticks[0] - 0.5, ticks[-1] + 0.5)
+    top = max((y for line in panel.series for y in line.y if y is not None), default=0)
+    ax.set_ylim(0, top * 1.1 or 1)
 
 
 def _draw_bars(ax, panel: Panel, entries: dict[str, Entry]) -> None:
-    """A group of bars per category, one per series, as two collections of rectangles (plain,
-    and hatched for nccl-tests): one artist each, where a patch per bar cost 10 ms a figure
-    of 240. An empty slot has its note (oom, failed) written in."""
+    """A group of bars per category, one per series, as collections of rectangles (plain,
+    hatched for nccl-tests, cross-hatched for a run that did not end ok): one artist each,
+    where a patch per bar cost 10 ms a figure of 240. Each bar has its value written on it; a
+    run that did not end ok has its status (oom, failed) written in, over its bar where it
+    reported a value (the peak memory it reached), at the axis where it did not."""
     from matplotlib.collections import PolyCollection
 
     categories = panel.series[0].x if panel.series else []
     width = 0.8 / max(1, len(panel.series))
-    boxes: dict[bool, tuple[list, list]] = {False: ([], []), True: ([], [])}  # hatched: (corners, colours)
+    top = max([y for bars in panel.series for y in bars.y if y is not None] + [y for y, _ in panel.limits], default=0)
+    boxes: dict[str, tuple[list, list]] = {"": ([], []), "//": ([], []), "xx": ([], [])}  # hatch: (corners, colours)
     for i, bars in enumerate(panel.series):
-        colour, hatched = entries[bars.label].color, entries[bars.label].imported
-        for category, (y, note) in enumerate(zip(bars.y, bars.notes)):
+        colour, imported = entries[bars.label].color, entries[bars.label].imported
+        for category, (y, note) in enumerate(zip(bars.y, bars.notes or [None] * len(bars.y))):
             middle = category + (i - (len(panel.series) - 1) / 2) * width
             if y is None:
                 if note:
-                    ax.text(middle, 0, note, rotation=90, ha="center", va="bottom", fontsize=7, color="firebrick")
+                    ax.text(middle, 0, note.upper(), rotation=90, ha="center", va="bottom", fontsize=9, color="firebrick",
+                            fontweight="bold")
                 continue
             left, right = middle - width / 2, middle + width / 2
-            boxes[hatched][0].append([(left, 0), (left, y), (right, y), (right, 0)])
-            boxes[hatched][1].append(colour)
-    for hatched, (corners, colours) in boxes.items():
+            hatch = "xx" if note else "//" if imported else ""
+            boxes[hatch][0].append([(left, 0), (left, y), (right, y), (right, 0)])
+            boxes[hatch][1].append(colour)
+            text = f"{note.upper()} at {_value_text(y)}" if note else _value_text(y)
+            ax.text(middle, y, text, rotation=90 if len(panel.series) * len(categories) > 6 else 0, ha="center",
+                    va="bottom", fontsize=8, color="firebrick" if note else "0.15")
+    for hatch, (corners, colours) in boxes.items():
         if corners:
-            ax.add_collection(PolyCollection(corners, facecolors=colours, linewidths=0, hatch="//" if hatched else None))
-    top = max((y for bars in panel.series for y in bars.y if y is not None), default=0)
+            ax.add_collection(PolyCollection(corners, facecolors=colours, edgecolors="firebrick" if hatch == "xx" else "white",
+                                             linewidths=1.0 if hatch == "xx" else 0.5, hatch=hatch or None))
     ax.set_xlim(-0.5, len(categories) - 0.5)
-    ax.set_ylim(0, top * 1.05 or 1)
+    ax.set_ylim(0, top * 1.25 or 1)
     ax.set_xticks(range(len(categories)), panel.ticks or categories)
+
+
+def _value_text(y: float) -> str:
+    """A bar's value as its table has it, shortened: 3 significant digits, thousands grouped."""
+    return f"{y:,.0f}" if abs(y) >= 100 else f"{y:.3g}"

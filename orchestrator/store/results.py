@@ -400,3 +400,42 @@ def insert_results(session: Session, rows: list[dict]) -> int:
     # call, 500 rows x 41 columns of bind parameters (an nccl-tests log's 7,720 rows: 27 s of 44)
     stmt = insert(RESULTS).on_conflict_do_nothing(index_elements=["record_id"]).returning(RESULTS.c.record_id)
     return len(session.execute(stmt, rows).all())
+
+
+# -- what a report says was measured -----------------------------------------------------------
+@dataclass(frozen=True)
+class Span:
+    """What the matching results cover: per source how many; the nodes, campaigns and the first
+    and last start; and the memory caps (params.memory_limit_gb) of training runs per (model,
+    strategy, ranks, status), so an OOM under a cap is not read as one on the whole card."""
+
+    sources: dict[str, int]
+    nodes: list[str]
+    campaigns: list[str]
+    first: datetime | None
+    last: datetime | None
+    memory_caps: dict[tuple, float]
+
+
+def span_of(store: Store, filters: Filters) -> Span:
+    """Three small GROUP BYs over the results that match (one scan each, no row per result)."""
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        where = _and(_where(filters, p))
+        sources = db.rows(f"SELECT source, count(*), min(started_at), max(started_at) FROM results WHERE {where} GROUP BY source", p)
+        places = db.rows(f"SELECT node, campaign FROM results WHERE {where} GROUP BY node, campaign", p)
+        cap = d.json_text("params", "memory_limit_gb")
+        caps = db.rows(f"SELECT model, strategy, {RANKS}, status, {cap} FROM results WHERE {where} AND workload = 'train' "
+                       f"AND {cap} IS NOT NULL GROUP BY model, strategy, {RANKS}, status, {cap}", p)
+        when = d.when
+    starts = [when(row[2]) for row in sources if row[2] is not None]
+    ends = [when(row[3]) for row in sources if row[3] is not None]
+    memory_caps: dict[tuple, float] = {}
+    for model, strategy, ranks, status, limit in caps:
+        memory_caps[(model, strategy, ranks, status)] = min(float(limit), memory_caps.get((model, strategy, ranks, status), float("inf")))
+    return Span(
+        sources={source: count for source, count, _first, _last in sources},
+        nodes=sorted({node for node, _campaign in places if node}),
+        campaigns=sorted({campaign for _node, campaign in places if campaign}),
+        first=min(starts, default=None), last=max(ends, default=None), memory_caps=memory_caps,
+    )

@@ -87,14 +87,17 @@ def report_template(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def report_db(report_template: Path, tmp_path: Path) -> str:
-    """A copy of the session's database for one test: its URL."""
-    copy = tmp_path / "wirewise.db"
-    # SQLite's backup copies what the WAL holds too (a plain file copy could miss it).
-    with sqlite3.connect(report_template) as source, sqlite3.connect(copy) as target:
+def copy_of(template: Path, copy: Path) -> str:
+    """A copy of a session's database for one test (a test may add to it): its URL. SQLite's
+    backup copies what the WAL holds too (a plain file copy could miss it)."""
+    with sqlite3.connect(template) as source, sqlite3.connect(copy) as target:
         source.backup(target)
     return f"sqlite:///{copy}"
+
+
+@pytest.fixture
+def report_db(report_template: Path, tmp_path: Path) -> str:
+    return copy_of(report_template, tmp_path / "wirewise.db")
 
 
 @pytest.fixture(scope="session")
@@ -122,3 +125,29 @@ def collect_as_campaign(result: Path, folder: Path, url: str, campaign: str) -> 
     copy.write_text(json.dumps(doc))
     wirewise("collect", str(copy), "--db", url, check=True)
 
+
+
+MEASURED = FIXTURES / "measured-2xh200"
+
+
+@pytest.fixture(scope="session")
+def measured_template(tmp_path_factory) -> Path:
+    """The 2x H200 measurements (tests/fixtures/measured-2xh200) stored as a user stores them:
+    the node's wiring saved from its topo file, wirewise's own result records collected, and the
+    six nccl-tests logs imported with their transport (NVLink, forced PCIe)."""
+    path = tmp_path_factory.mktemp("measured-db") / "measured.db"
+    url = f"sqlite:///{path}"
+    wirewise("db", "upgrade", "--db", url, check=True)
+    wirewise("topo", "save", "-f", str(MEASURED / "topo.txt"), "--node", "vm", "--db", url, check=True)
+    wirewise("collect", str(MEASURED / "wirewise-results.jsonl"), "--db", url, check=True)
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        for transport in ("default", "pcie"):
+            wirewise("import", "nccl-tests", str(MEASURED / f"nccl-tests-{op}-{transport}.txt"), "--transport", transport,
+                     "--env", "NCCL_NVLS_ENABLE=0", "--env", "NCCL_VERSION=2.28.3-1", "--topology-file",
+                     str(MEASURED / "topo.txt"), "--db", url, check=True)
+    return path
+
+
+@pytest.fixture
+def measured_db(measured_template: Path, tmp_path: Path) -> str:
+    return copy_of(measured_template, tmp_path / "measured.db")
