@@ -33,7 +33,7 @@ LEGEND_FONT = 9.0  # points
 # Sans at 7 pt: 48 lines measured 558 pt, 39 characters 136 pt); the handle and padding take
 # about 5 font sizes beside the text. Used to choose the legend's columns and the size of the
 # canvas it is drawn on; the figure's layout uses the drawn legend's own size.
-LINE_HEIGHT, CHAR_WIDTH, HANDLE_WIDTH = 1.66, 0.55, 5.0
+LINE_HEIGHT, CHAR_WIDTH, HANDLE_WIDTH = 1.66, 0.6, 5.0
 MARKERS = ("o", "s", "^", "D", "v", "P")  # a label's marker: which run of ten colours it is in
 MOST_TICKS = {"size": 8, "count": 12}
 
@@ -171,7 +171,7 @@ def _legend_image(entries: tuple[Entry, ...], columns: int):
     from matplotlib.patches import Rectangle
 
     longest = max(len(entry.label) for entry in entries)
-    wide = columns * (longest * CHAR_WIDTH + HANDLE_WIDTH) * LEGEND_FONT / 72 + 1
+    wide = columns * (longest * CHAR_WIDTH + HANDLE_WIDTH) * LEGEND_FONT / 72 + 1.5
     tall = math.ceil(len(entries) / columns) * LINE_HEIGHT * LEGEND_FONT / 72 + 1
     fig = Canvas(figsize=(wide, tall), dpi=DPI)
     canvas = FigureCanvasAgg(fig)
@@ -186,8 +186,8 @@ def _legend_image(entries: tuple[Entry, ...], columns: int):
     canvas.draw()
     box = legend.get_window_extent()
     pixels = np.asarray(canvas.buffer_rgba())
-    top, bottom = pixels.shape[0] - math.ceil(box.y1), pixels.shape[0] - math.floor(box.y0)
-    return pixels[max(0, top):bottom, max(0, math.floor(box.x0)):math.ceil(box.x1)].copy()
+    top, bottom = pixels.shape[0] - math.ceil(box.y1) - 1, pixels.shape[0] - math.floor(box.y0) + 1  # the frame's own line too
+    return pixels[max(0, top):bottom, max(0, math.floor(box.x0) - 1):math.ceil(box.x1) + 1].copy()
 
 
 def _draw_lines(ax, panel: Panel, entries: dict[str, Entry]) -> None:

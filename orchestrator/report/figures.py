@@ -166,16 +166,18 @@ def _case_but(workload: str, *left: str) -> tuple[str, ...]:
     return tuple(name for name in CASE_FIELDS[workload] if name not in left)
 
 
-_READ = ("One colour per wire; solid lines and filled markers: wirewise's own measurements; dashed lines, hollow "
-         "markers and hatched bars: nccl-tests' on the same case. Axes start at zero.")
+READING = ("One colour per wire on every figure; solid lines and filled markers: wirewise's own measurements; dashed "
+           "lines, hollow markers and hatched bars: nccl-tests' on the same case. Every axis starts at zero; under each "
+           "figure, the numbers it drew.")
 SIZE_CAPTION = ("Bus bandwidth (busbw, comparable to the wire's line rate per direction) by message size, a panel per "
-                "fabric and form: small messages measure the launch latency, large ones the wire. " + _READ)
-GPUS_CAPTION = "Bus bandwidth at the largest size measured, by GPU count: how each wire scales as a job grows. " + _READ
+                "fabric and form: small messages measure the launch latency, large ones the wire.")
+GPUS_CAPTION = "Bus bandwidth at the largest size measured, by GPU count: how each wire scales as a job grows."
 LARGE_CAPTION = ("Bus bandwidth at the largest size measured, per op and wire (one GPU count was measured, so bars, "
-                 "not lines). " + _READ)
+                 "not lines).")
 DIAL_CAPTION = ("The strategy dial, from replicating everything (DDP) to sharding everything (FSDP): throughput and "
                 "peak memory per rank side by side, a row per setting, one bar per wire; the dotted line is one GPU's "
-                "memory. A run that ran out of memory or failed is cross-hatched and labelled with its status. " + _READ)
+                "memory. A run that ran out of memory or failed is cross-hatched and labelled with its status; where no run "
+                "of a setting finished, only its memory is drawn.")
 
 FORMS = {False: "out of place", True: "in place", None: "form unknown"}
 
@@ -185,11 +187,18 @@ def busbw_by_size(cases: list[dict[str, Any]]) -> list[Figure]:
     figures = []
     line = ("fabric", *_case_but("collective", "op", "bytes", "in_place"))
     for op, mine in _by(cases, "op").items():
-        panels = [Panel(f"{fabric or 'fabric unknown'}, {FORMS[form]}", "message size", "busbw (GB/s)", "size",
+        panels = [Panel(f"{_place(fabric, rows)}, {FORMS[form]}", "message size", "busbw (GB/s)", "size",
                         _lines(rows, line, "bytes"))
                   for (fabric, form), rows in _by(mine, "fabric", "in_place").items()]
         figures.append(Figure(f"busbw-by-size-{_slug(op)}", f"{op}: bus bandwidth by message size", panels, 2, SIZE_CAPTION))
     return figures
+
+
+def _place(fabric: str | None, rows: list[dict[str, Any]]) -> str:
+    """A panel's fabric; CPU ranks where only they ran (their fabric says nothing of the data's path)."""
+    if all(row["device"] == "cpu" for row in rows):
+        return "CPU ranks (gloo)"
+    return fabric or "fabric unknown"
 
 
 def busbw_at_large_sizes(cases: list[dict[str, Any]]) -> list[Figure]:

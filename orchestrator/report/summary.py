@@ -32,6 +32,7 @@ from wirewise.case import CASE_FIELDS
 from wirewise.orchestrator.report.figures import setting_text, shape_text, wire_of
 from wirewise.units import GB, human_bytes
 
+MOST = 6  # sentences a section says case by case; past that, a sentence per wire or model (the figures hold the rest)
 STATS = ("_median", "_min", "_max", "_count", "_spread")
 CLOSE = 0.05  # differences within this share are called even: the article saw a few percent between repeats
 
@@ -81,7 +82,14 @@ def metric(row: dict[str, Any], name: str, text: str, scale: float = 1.0) -> Num
 
 
 def bandwidth(row: dict[str, Any]) -> Num:
-    return metric(row, "busbw_gbs", "{:,.1f} GB/s")
+    """busbw in GB/s: one decimal, three digits below 10 GB/s (CPU ranks, PCIe's small sizes)."""
+    return metric(row, "busbw_gbs", "{:,.1f} GB/s" if row["busbw_gbs_median"] >= 10 else "{:.3g} GB/s")
+
+
+def _ahead(best: Num, other: Num) -> str:
+    """'5.0% ahead of', or '2.08x' for a lead a percentage would make hard to read."""
+    lead = best.value / other.value
+    return f"{lead - 1:.1%} ahead of" if lead < 1.5 else f"{lead:.2f}x that of"
 
 
 def ratio(a: Num, b: Num, text: str = "{:.1f}x") -> Num:
@@ -171,13 +179,25 @@ def summarize(rows: list[dict[str, Any]], wirings: list[dict[str, Any]], span, g
     train = [r for r in rows if r["workload"] == "train"]
     sections = [
         Section("What was measured", measured(rows, wirings, span)),
-        Section("Bandwidth at large messages", large_messages(collective, rates)),
-        Section("What the wire and the placement cost", wire_costs(collective)),
-        Section("The strategy each wire favours", favoured(train)),
-        Section("Memory per strategy", memory(train, gpu_memory_gb, span)),
+        Section("Bandwidth at large messages", _shortest(large_messages(collective, rates), large_messages_by_wire(collective))),
+        Section("What the wire and the placement cost", _shortest(wire_costs(collective), wire_costs(collective, by_wire=True))),
+        Section("The strategy each wire favours", _shortest(favoured(train), favoured_tally(train))),
+        Section("Memory per strategy", _shortest(memory(train, gpu_memory_gb, span), memory_by_model(train, gpu_memory_gb))),
         Section("What doctor flags", doctor_sentences(doctor, span)),
     ]
     return [section for section in sections if section.sentences]
+
+
+def _shortest(each: list[Sentence], condensed: list[Sentence]) -> list[Sentence]:
+    """The sentences case by case where they are few; else the condensed ones (a history of many
+    wires, GPU counts and settings still reads in a minute)."""
+    return each if len(each) <= MOST else condensed
+
+
+def _spread(nums: list[Num]) -> Sentence:
+    """The least and the most of some numbers, as 'A' or 'A to B'."""
+    low, high = min(nums, key=lambda n: n.value), max(nums, key=lambda n: n.value)
+    return [low] if low.text == high.text else [low, " to ", high]
 
 
 def measured(rows: list[dict[str, Any]], wirings: list[dict[str, Any]], span) -> list[Sentence]:
@@ -282,13 +302,38 @@ def large_messages(rows: list[dict[str, Any]], rates: dict[str, Rates]) -> list[
     return sentences
 
 
+def large_messages_by_wire(rows: list[dict[str, Any]]) -> list[Sentence]:
+    """A sentence per wire: all_reduce's busbw at its largest size on each GPU count (another op
+    where it ran none), and how close wirewise came to nccl-tests over every op and count."""
+    by_case = {tuple(r.get(name) for name in ("fabric", *CASE_FIELDS["collective"])): r for r in rows}
+    own = [r for r in rows if r["source"] != "nccl-tests"] or rows
+    wires: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in _at_largest(own).values():
+        wires[wire_of(row)].append(row)
+    sentences = []
+    for wire, mine in sorted(wires.items()):
+        ops = {row["op"] for row in mine}
+        op = "all_reduce" if "all_reduce" in ops else sorted(ops)[0]
+        shown = sorted((row for row in mine if row["op"] == op), key=lambda row: row["ranks"] or 0)
+        sentence: Sentence = [f"{wire}, {op} at its largest size: "]
+        for i, row in enumerate(shown):
+            sentence += [", " if i else "", bandwidth(row), f" on {shape_text(row)} ({human_bytes(row['bytes'])})"]
+        twins = [share(bandwidth(row), bandwidth(twin)) for row in mine
+                 if row["source"] != "nccl-tests" and (twin := _twin(row, by_case, source="nccl-tests")) is not None]
+        if twins:
+            sentence += ["; wirewise reached ", *_spread(twins), f" of nccl-tests over {len(twins)} cases"]
+        sentences.append([*sentence, "."])
+    return sentences
+
+
 def _form(row: dict[str, Any]) -> str:
     return "in place" if row["in_place"] else "out of place"
 
 
-def wire_costs(rows: list[dict[str, Any]]) -> list[Sentence]:
+def wire_costs(rows: list[dict[str, Any]], by_wire: bool = False) -> list[Sentence]:
     """NVLink against forced PCIe, and packed against spread, on the same case at its largest
-    size: a sentence per wire and GPU count, each op's pair of figures and their ratio."""
+    size: a sentence per wire and GPU count, each op's pair of figures and their ratio; `by_wire`:
+    a sentence per wire, the least and the most the change cost over its ops and GPU counts."""
     by_case = {tuple(r.get(name) for name in ("fabric", *CASE_FIELDS["collective"])): r for r in rows}
     own = [r for r in rows if r["source"] != "nccl-tests"] or rows
     pairs: dict[tuple, list[tuple[dict, dict]]] = defaultdict(list)
@@ -297,6 +342,8 @@ def wire_costs(rows: list[dict[str, Any]]) -> list[Sentence]:
             pairs[("pcie", *key[:-1])].append((row, pcie))
         if row["geometry"] == "packed" and (spread := _twin(row, by_case, geometry="spread")) is not None:
             pairs[("spread", *key[:-1])].append((row, spread))
+    if by_wire:
+        return _costs_by_wire(pairs)
     sentences = []
     for key, found in sorted(pairs.items(), key=lambda item: str(item[0])):
         case = found[0][0]
@@ -314,6 +361,19 @@ def wire_costs(rows: list[dict[str, Any]]) -> list[Sentence]:
         sentence.append(f": the wire alone is worth {span_text}." if key[0] == "pcie" else
                         f": a bad placement of the same GPU count costs {span_text}.")
         sentences.append(sentence)
+    return sentences
+
+
+def _costs_by_wire(pairs: dict[tuple, list[tuple[dict, dict]]]) -> list[Sentence]:
+    wires: dict[tuple, list[tuple[dict, dict]]] = defaultdict(list)
+    for key, found in pairs.items():
+        wires[(key[0], wire_of(found[0][0]))] += found
+    sentences = []
+    for (kind, wire), found in sorted(wires.items()):
+        ratios = [ratio(bandwidth(fast), bandwidth(slow)) for fast, slow in found]
+        shapes = ", ".join(sorted({shape_text(fast) for fast, _slow in found}))
+        what = "Forcing PCIe on" if kind == "pcie" else "Spreading a job across NVLink groups instead of packing it into one, on"
+        sentences.append([f"{what} {wire} ({shapes}; {len(found)} cases at their largest size) cost ", *_spread(ratios), "."])
     return sentences
 
 
@@ -345,13 +405,14 @@ def favoured(rows: list[dict[str, Any]]) -> list[Sentence]:
                 continue
             best, runner = ran[0], ran[1]
             lead = ratio(metric(best, name, "{:,.0f}"), metric(runner, name, "{:,.0f}"), "{:.2f}x")
-            sentence: Sentence = [f"On {wire_of({**setting, **dict(zip(_WIRE, wire_key))})}, {_setting(setting)}: "
-                                  f"{best['strategy']} is fastest at ", metric(best, name, "{:,.0f} " + unit),
-                                  f", {lead.value - 1:.1%} ahead of {runner['strategy']} (", metric(runner, name, "{:,.0f}"), ")"]
+            full = {**setting, **dict(zip(_WIRE, wire_key))}
+            sentence: Sentence = [f"On {wire_of(full)}, {_setting(full)}: {best['strategy']} is fastest at ",
+                                  metric(best, name, "{:,.0f} " + unit),
+                                  f", {_ahead(lead.of[0], lead.of[1])} {runner['strategy']} (", metric(runner, name, "{:,.0f}"), ")"]
             slowest = ran[-1]
             if slowest is not runner:
                 behind = ratio(metric(best, name, "{:,.0f}"), metric(slowest, name, "{:,.0f}"), "{:.2f}x")
-                sentence += [f", {behind.value - 1:.1%} ahead of {slowest['strategy']} (", metric(slowest, name, "{:,.0f}"), ")"]
+                sentence += [f", {_ahead(behind.of[0], behind.of[1])} {slowest['strategy']} (", metric(slowest, name, "{:,.0f}"), ")"]
             runs = min(r[f"{name}_count"] for r in ran)
             if round((lead.value - 1) * 100, 1) < CLOSE * 100:  # as written: 4.99% reads 5.0%, not under 5%
                 sentence.append(f"; a lead under {CLOSE:.0%} is within what repeats differ by (the article saw a few percent)"
@@ -360,6 +421,33 @@ def favoured(rows: list[dict[str, Any]]) -> list[Sentence]:
                 sentence.append("; one run each")
             sentences.append([*sentence, "."])
         sentences += slowdowns(setting, wires, name)
+    return sentences
+
+
+def favoured_tally(rows: list[dict[str, Any]]) -> list[Sentence]:
+    """A sentence per wire: how often each strategy was the fastest over the settings it ran, and
+    the largest lead."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    settings: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in ok:
+        settings[tuple(row[name] for name in (*_SETTING, *_WIRE))].append(row)
+    wins: dict[str, list[tuple[dict, dict, str]]] = defaultdict(list)
+    for key, mine in settings.items():
+        name = _throughput(mine)
+        ran = sorted((r for r in mine if r.get(f"{name}_median")), key=lambda r: -r[f"{name}_median"])
+        if len(ran) >= 2:
+            wins[wire_of(ran[0])].append((ran[0], ran[1], name))
+    sentences = []
+    for wire, found in sorted(wins.items()):
+        tally = defaultdict(int)
+        for best, _runner, _name in found:
+            tally[best["strategy"]] += 1
+        counts = ", ".join(f"{strategy} in {n}" for strategy, n in sorted(tally.items(), key=lambda item: (-item[1], item[0])))
+        best, runner, name = max(found, key=lambda f: f[0][f"{f[2]}_median"] / f[1][f"{f[2]}_median"])
+        lead = ratio(metric(best, name, "{:,.0f}"), metric(runner, name, "{:,.0f}"), "{:.2f}x")
+        sentences.append([f"On {wire}, over {len(found)} settings, the fastest strategy was {counts}; the largest lead: "
+                          f"{best['strategy']} of {_setting(best)} at ", metric(best, name, "{:,.0f}"), f" against {runner['strategy']}'s ",
+                          metric(runner, name, "{:,.0f}"), " (", lead, ")."])
     return sentences
 
 
@@ -379,7 +467,7 @@ def slowdowns(setting: dict[str, Any], wires: dict[tuple, list[dict[str, Any]]],
     if len(pairs) < 2:
         return []
     pairs.sort(key=lambda pair: -pair[1].value)
-    sentence: Sentence = [f"{_setting(setting)} on {wire_of({**setting, **dict(zip(_WIRE, slow))})} against "
+    sentence: Sentence = [f"{_setting({**setting, **dict(zip(_WIRE, slow))})} on {wire_of({**setting, **dict(zip(_WIRE, slow))})} against "
                           f"{wire_of({**setting, **dict(zip(_WIRE, fast))})}: "]
     for i, (strategy, lost) in enumerate(pairs):
         sentence += [", " if i else "", f"{strategy} ", lost, " slower"]
@@ -400,7 +488,8 @@ def memory(rows: list[dict[str, Any]], gpu_memory_gb: dict[str, float], span) ->
         if ok:
             sentence = [f"{_setting(setting)}, peak memory per rank: "]
             for i, row in enumerate(ok):
-                sentence += [", " if i else "", f"{row['strategy']} ", metric(row, "peak_mem_bytes", "{:.1f} GB", GB)]
+                peak = "{:.1f} GB" if row["peak_mem_bytes_median"] >= 10 * GB else "{:.3g} GB"
+                sentence += [", " if i else "", f"{row['strategy']} ", metric(row, "peak_mem_bytes", peak, GB)]
             if card:
                 most = ok[0]["peak_mem_bytes_median"] / GB
                 sentence.append(f"; the most is {most / card:.0%} of one GPU's {card:g} GB")
@@ -421,7 +510,37 @@ def memory(rows: list[dict[str, Any]], gpu_memory_gb: dict[str, float], span) ->
     return sentences
 
 
+def memory_by_model(rows: list[dict[str, Any]], gpu_memory_gb: dict[str, float]) -> list[Sentence]:
+    """A sentence per model: the least and the most peak memory per rank over its strategies and
+    settings, against one GPU's memory, and how many runs ended without a result."""
+    sentences = []
+    for model in sorted({r["model"] for r in rows if r["model"]}):
+        mine = [r for r in rows if r["model"] == model]
+        ok = [r for r in mine if r["status"] == "ok" and r.get("peak_mem_bytes_median")]
+        sentence: Sentence = [f"{model}: "]
+        if ok:
+            least = min(ok, key=lambda r: r["peak_mem_bytes_median"])
+            most = max(ok, key=lambda r: r["peak_mem_bytes_median"])
+            sentence += ["peak memory per rank from ", metric(least, "peak_mem_bytes", "{:.1f} GB", GB),
+                         f" ({least['strategy']} on {setting_text(least)}, {wire_of(least)}) to ",
+                         metric(most, "peak_mem_bytes", "{:.1f} GB", GB), f" ({most['strategy']} on {setting_text(most)}, {wire_of(most)})"]
+            card = gpu_memory_gb.get(most["fabric"])
+            if card:
+                sentence.append(f", {most['peak_mem_bytes_median'] / GB / card:.0%} of one GPU's {card:g} GB")
+        ended = defaultdict(int)
+        for row in mine:
+            if row["status"] != "ok":
+                ended[row["status"]] += row["count"]
+        if ended:
+            sentence.append(("; " if ok else "") + f"{sum(ended.values())} runs ended without a result ("
+                            + ", ".join(f"{n} {status}" for status, n in sorted(ended.items())) + ")")
+        sentences.append([*sentence, "."])
+    return sentences
+
+
 def doctor_sentences(found: dict[str, Any] | None, span) -> list[Sentence]:
+    """doctor's verdicts on the report's nodes: judged here (doctor on the history, nothing
+    recorded), or as it last recorded them where the report did not run it (`stored`)."""
     if found is None:
         return []
     nodes = set(span.nodes)
@@ -429,13 +548,26 @@ def doctor_sentences(found: dict[str, Any] | None, span) -> list[Sentence]:
     verdicts = {node: said for node, said in found["verdicts"].items() if node in nodes}
     if not verdicts:
         return []
-    sentences = [[f"{f['node']}: {f['check']}: {f['evidence']}."] for f in findings]
+    stored = found.get("stored", False)
+    who = "doctor's last run flagged" if stored else "doctor flags"
+    sentences: list[Sentence] = []
     healthy = sorted(node for node, said in verdicts.items() if said == "healthy")
+    if findings:
+        sentences.append([f"{who} {len(findings)} finding{'s' if len(findings) != 1 else ''}:"])
+        sentences += [[f"{f['node']}: {f['check']}: {f['evidence']}."] for f in findings]
+    elif healthy:
+        sentences.append([f"{who} nothing on {_names(healthy, 'node')}: its rules compared "
+                          f"{'it' if len(healthy) == 1 else 'them'} with its baselines and peers and none fired."])
+    if stored:
+        times = [found["checked_at"][node] for node in verdicts if node in found["checked_at"]]
+        if times:
+            sentences.append([f"Those are the verdicts doctor recorded, last on {max(times).strftime('%Y-%m-%d %H:%M UTC')}: over "
+                              "this many results the report does not judge them again (wirewise doctor does)."])
+        unchecked = sorted(node for node, said in verdicts.items() if said == "not checked")
+        if unchecked:
+            sentences.append([f"doctor has not checked {_names(unchecked, 'node')}: wirewise doctor judges them (over this many "
+                              "results the report does not)."])
     unjudged = sorted(node for node, said in verdicts.items() if said == "not judged")
-    if not findings and healthy:
-        sentences.insert(0, [f"doctor flags nothing on {_names(healthy, 'node')}: its rules compared them and none fired."])
-    elif findings:
-        sentences.insert(0, [f"doctor flags {len(findings)} finding{'s' if len(findings) != 1 else ''}:"])
     if unjudged:
         sentences.append([f"doctor cannot judge {_names(unjudged, 'node')}: no baseline, same-wiring peers or repeats to "
                           "compare with (not the same as healthy)."])

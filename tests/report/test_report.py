@@ -64,7 +64,7 @@ def test_cpu_runs_on_request_with_transport_and_strategy_figures(report_db, tmp_
         f"busbw-by-gpus-{op}" for op in ("all_reduce", "all_gather", "reduce_scatter")} | {"strategies-tiny-mistral"}
     by_size = figures["busbw-by-size-all_reduce"]
     assert [panel["title"] for panel in by_size["panels"]] == [
-        "nvlink-all-to-all, out of place", "nvlink-all-to-all, in place", "nvlink-groups, in place"]
+        "nvlink-all-to-all, out of place", "nvlink-all-to-all, in place", "CPU ranks (gloo), in place"]
     assert set(series(by_size, 2)) == {f"{CPU} 2 ranks", f"{CPU}, PCIe forced 2 ranks"}
     gathers = figures["busbw-by-size-all_gather"]
     for panel in range(len(gathers["panels"])):
