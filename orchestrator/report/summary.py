@@ -553,8 +553,16 @@ def doctor_sentences(found: dict[str, Any] | None, span) -> list[Sentence]:
     sentences: list[Sentence] = []
     healthy = sorted(node for node, said in verdicts.items() if said == "healthy")
     if findings:
-        sentences.append([f"{who} {len(findings)} finding{'s' if len(findings) != 1 else ''}:"])
-        sentences += [[f"{f['node']}: {f['check']}: {f['evidence']}."] for f in findings]
+        flagged = sorted({f["node"] for f in findings})
+        sentences.append([f"{who} {len(findings)} finding{'s' if len(findings) != 1 else ''} on {_names(flagged, 'node')}:"])
+        if len(findings) <= MOST:
+            sentences += [[f"{f['node']}: {f['check']}: {f['evidence']}."] for f in findings]
+        else:  # by rule, the nodes each flags; `wirewise doctor` prints the evidence
+            rules: dict[str, set] = defaultdict(set)
+            for f in findings:
+                rules[f["check"]].add(f["node"])
+            sentences.append(["; ".join(f"{rule} on {', '.join(sorted(nodes))}" for rule, nodes in sorted(rules.items()))
+                              + " (wirewise doctor --node NODE shows the evidence)."])
     elif healthy:
         sentences.append([f"{who} nothing on {_names(healthy, 'node')}: its rules compared "
                           f"{'it' if len(healthy) == 1 else 'them'} with its baselines and peers and none fired."])

@@ -13,6 +13,7 @@ What it holds:
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -151,3 +152,33 @@ def measured_template(tmp_path_factory) -> Path:
 @pytest.fixture
 def measured_db(measured_template: Path, tmp_path: Path) -> str:
     return copy_of(measured_template, tmp_path / "measured.db")
+
+
+def check_numbers(numbers: list[dict], rows: list[dict]) -> None:
+    """Every number of a summary (report --json's, or the page's spans) is its results row's
+    metric (the row named by its identity fields in `results --json`), or the ratio of two such
+    numbers, and its text shows it rounded."""
+    for number in numbers:
+        shown, decimals = _shown(number["text"])
+        assert abs(shown - number["value"]) <= 0.5 * 10 ** -decimals + 1e-9, number
+        _traced(number, rows)
+
+
+def _shown(text: str) -> tuple[float, int]:
+    """The number a text shows ('323.1 GB/s', '106,210', '72%', '11.6x', '0.0733 GB/s') and its decimals."""
+    found = re.search(r"-?[\d,]+(?:\.(\d+))?", text)
+    assert found, text
+    value = float(found.group(0).replace(",", ""))
+    percent = text.strip().endswith("%")
+    return (value / 100 if percent else value), len(found.group(1) or "") + (2 if percent else 0)
+
+
+def _traced(number: dict, rows: list[dict]) -> None:
+    if number.get("row") is not None:
+        [row] = [r for r in rows if all(r.get(k) == v for k, v in number["row"].items())]
+        assert number["value"] == pytest.approx(row[number["metric"]] / number["scale"])
+    if number.get("of"):
+        a, b = number["of"]
+        _traced(a, rows)
+        _traced(b, rows)
+        assert number["value"] == pytest.approx(a["value"] / b["value"])

@@ -5,13 +5,13 @@ resource and no console error, every figure decodes, and a screenshot shows them
 from __future__ import annotations
 
 import hashlib
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import wirewise_json
+from tests.report.conftest import check_numbers
 from tests.services import unavailable
 
 BROWSER_SCRIPT = Path(__file__).with_name("browser.sh")
@@ -75,27 +75,6 @@ def _share_not_white(path: Path) -> float:
     return float((_pixels(path).min(axis=2) < 200).mean())
 
 
-def _number(text: str) -> tuple[float, int]:
-    """The number a summary span shows ('323.1 GB/s', '106,210', '72%', '11.6x') and its decimals."""
-    found = re.search(r"-?[\d,]+(?:\.(\d+))?", text)
-    assert found, text
-    value = float(found.group(0).replace(",", ""))
-    return (value / 100 if text.strip().endswith("%") else value), len(found.group(1) or "") + (2 if text.strip().endswith("%") else 0)
-
-
-def _check(number: dict, rows: list[dict]) -> None:
-    """A summary number is its results row's metric (the row named by its identity fields), or the
-    ratio of two such numbers; the text shows it rounded."""
-    if "row" in number and number["row"] is not None:
-        [row] = [r for r in rows if all(r.get(k) == v for k, v in number["row"].items())]
-        assert number["value"] == pytest.approx(row[number["metric"]] / number["scale"])
-    if number.get("of"):
-        a, b = number["of"]
-        _check(a, rows)
-        _check(b, rows)
-        assert number["value"] == pytest.approx(a["value"] / b["value"])
-
-
 def test_the_summary_is_the_results_and_no_figure_misleads(measured_db, tmp_path, chromium):
     """The 2x H200 page as a reader opens it: the summary comes first, every number in it is a
     figure of `results --json` on the same database (or a ratio of two), no figure draws one x
@@ -123,10 +102,7 @@ def test_the_summary_is_the_results_and_no_figure_misleads(measured_db, tmp_path
         browser.close()
     assert headings[:2] == ["Contents", "Summary"] and missing == []
     assert len(numbers) > 30
-    for number in numbers:
-        shown, decimals = _number(number["text"])
-        assert abs(shown - number["value"]) <= 0.5 * 10 ** -decimals + 1e-9, number
-        _check(number, rows)
+    check_numbers(numbers, rows)
     assert [image["name"] for image in images] == [figure["name"] for figure in written["figures"]]
     assert all(image["width"] > 0 for image in images)
     assert len({hashlib.sha256(image["src"].encode()).hexdigest() for image in images}) == len(images)

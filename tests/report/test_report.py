@@ -4,11 +4,13 @@ them (`--json` prints it), the PNG files are checked as PNG, the page as self-co
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import wirewise, wirewise_json
+from tests.report.conftest import check_numbers
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 NCCL = "nvlink-all-to-all 8 GPUs [nccl-tests]"  # the imported H100 log: one line per form (in place, out of place)
@@ -132,6 +134,28 @@ def test_the_2xh200_summary_reads_as_the_measurements(measured_db, tmp_path):
     # one colour per wire: NVLink and forced PCIe, wirewise and nccl-tests alike
     wires = {s["wire"] for f in written["figures"] for p in f["panels"] for s in p["series"]}
     assert wires == {"nvlink-all-to-all", "nvlink-all-to-all, PCIe forced"}
+
+
+def test_a_long_history_reads_in_a_few_sentences(tmp_path):
+    """3,000 results shaped like a cluster's (the benchmark's: 16 nodes on four wirings, 2/4/8
+    GPUs, packed and spread, forced PCIe, 3 models x 5 strategies, failures): a sentence per wire
+    or model where case by case would be dozens, every number still a figure of `results`."""
+    from tests.benchmarks.bench_results import build
+
+    build(tmp_path / "history.db", 3000)
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    written = report(url, tmp_path / "out")
+    rows = wirewise_json("results", "--db", url)
+    sections = {section["title"]: section for section in written["summary"]}
+    wires = 10  # 4 fabrics: packed, spread, forced PCIe
+    assert all(len(section["sentences"]) <= wires for section in sections.values())
+    favoured = " ".join(sections["The strategy each wire favours"]["sentences"])
+    assert favoured.count(" settings, the fastest strategy was ") == len(sections["The strategy each wire favours"]["sentences"])
+    assert [s.split(":")[0] for s in sections["Memory per strategy"]["sentences"]] == ["dinov2-large", "mistral-1b", "mistral-7b"]
+    assert "doctor flags" in " ".join(sections["What doctor flags"]["sentences"])  # 3,000 results: judged here
+    with sqlite3.connect(tmp_path / "history.db") as db:  # and nothing recorded: a report is no doctor run
+        assert db.execute("SELECT count(*) FROM node_checks").fetchone() == (0,)
+    check_numbers([n for section in written["summary"] for n in section["numbers"]], rows)
 
 
 def test_a_reused_folder_keeps_only_what_this_report_wrote(report_db, tmp_path):
