@@ -12,7 +12,7 @@ WW     := $(VENV)/bin/wirewise
 # pytest-xdist workers for make test; each Slurm test cluster's tests run on one of them (tests/conftest.py).
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench bench-scale install clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/run.py
+
+# Every fleet-wide command at 1,250 and 12,500 simulated nodes on SQLite and PostgreSQL, with the
+# growth between them (tests/benchmarks/scale_bench.py; docs/scale.md). The fleets are built once
+# into WIREWISE_SCALE_DATA (default /work/scale-data) and kept. SCALE=1250, DATABASES=sqlite: part of it.
+bench-scale: $(STAMP)
+	$(PY) tests/benchmarks/scale_bench.py
 
 clean:
 	rm -rf $(VENV)

@@ -42,16 +42,18 @@ def placement_wiring(topology_file: Path | None, node: str | None, store,
     return named, live, source, f"GPU model {named.gpu_model} (from {source}): {hardware.rates_text(named.gpu_model)}"
 
 
-def free_gpus(gpus: int, given: list[int] | None, node: str | None, live: bool) -> tuple[list[int], str]:
-    """(free GPU indices, where that comes from): --free, else Slurm for a named node, else NVML
-    on this machine, else all of them."""
+def free_gpus(gpus: int, given: list[int] | None, node: str | None, live: bool,
+              slurm_used: dict[str, set[int] | None] | None = None) -> tuple[list[int], str]:
+    """(free GPU indices, where that comes from): --free, else Slurm for a named node (from
+    `slurm_used` where the caller asked Slurm for many at once), else NVML on this machine,
+    else all of them."""
     from wirewise.nvml import busy_gpus
     from wirewise.orchestrator.slurm.nodes import gpus_in_use
 
     if given is not None:
         return given, "--free"
     if node:
-        used = gpus_in_use(node)
+        used = gpus_in_use(node) if slurm_used is None else slurm_used.get(node)
         if used is not None:
             return [g for g in range(gpus) if g not in used], "slurm (scontrol show node -d)"
     if live:
@@ -129,18 +131,21 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     GPUs reported); the nodes pair tests found healthy first, none they flagged (nor a link
     they judged slow), else under the fewest leaf switches Slurm's network topology names."""
     from wirewise.orchestrator.placement.nodes import Candidate, choose_nodes
-    from wirewise.orchestrator.slurm.nodes import leaf_switches
-    from wirewise.orchestrator.store.topology import list_topologies, load_topology, node_domains
+    from wirewise.orchestrator.slurm.nodes import gpus_in_use_on, leaf_switches
+    from wirewise.orchestrator.store.fleet import topologies_of
+    from wirewise.orchestrator.store.topology import node_wirings
 
     store = Store.open_existing(db)
-    names = sorted({row["node"] for row in list_topologies(store)}) if store is not None else []
+    current = {}
+    for wiring in node_wirings(store) if store is not None else []:  # the most recently seen first: each node's current
+        current.setdefault(wiring.node, wiring)
+    names = sorted(current)
     if not names:
         raise UserError("no stored nodes to place across (run `wirewise topo save` on each node)")
-    domains = node_domains(store)
-    nodes = []
-    for name in names:
-        topo = load_topology(store, node=name)
-        nodes.append(Candidate(name, topo, free_gpus(topo.gpus, None, name, False)[0], domains.get(name)))
+    topos = topologies_of(current.values())  # one read of the fleet's wirings, one Topology per numbering
+    used = gpus_in_use_on(names)
+    nodes = [Candidate(name, topos[name], free_gpus(topos[name].gpus, None, name, False, used)[0], current[name].domain)
+             for name in names]
     result = choose_nodes(nodes, k or 0, leaf_switches(), nodes_measured(store, names)).as_dict()
     chosen = next(node.topo for node in nodes if node.name == result["nodes"][0]["node"])
     if not chosen.named:  # ranked at nominal rates; no figure is given for them

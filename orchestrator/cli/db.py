@@ -66,3 +66,32 @@ def backup(
     typer.echo(f"backed up {done['database']} to {done['backup']}: {sum(done['rows'].values())} rows in "
                f"{len(done['rows'])} tables, schema {done['revision']}")
     typer.echo(f"to use it: --db sqlite:///{done['backup']} (or copy it over the database while no wirewise runs)")
+
+
+@app.command()
+def prune(
+    before: Annotated[str, typer.Option("--before", help="Remove what started before this: 2026-06-01, 2026-06-01T12:00, or an age: 180d.")],
+    keep_baselines: Annotated[bool, typer.Option("--keep-baselines", help="Also keep each wiring's newest results of every case, which its baseline rests on (doctor and the prolog judge it as before).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be removed; remove nothing.")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Remove results (and node checks) older than a date, in one transaction. Kept: imported
+    baselines, findings and the results they rest on, each node's latest check, the audit trail
+    of drains and re-tests, campaigns and wirings."""
+    from wirewise.orchestrator.health.baseline import BASELINE_RESULTS
+    from wirewise.orchestrator.report.query import parse_since
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.prune import prune as remove
+
+    when = parse_since(before, option="--before")  # a bad date is refused before the database is opened
+    done = remove(Store.existing(db), when, BASELINE_RESULTS if keep_baselines else None, dry_run)
+    if json:
+        print_json(done)
+        return
+    verb = "would remove" if dry_run else "removed"
+    kept = done["kept"]
+    typer.echo(f"{verb} {done['removed']['results']} results and {done['removed']['node_checks']} node checks from before "
+               f"{done['before']}; kept {kept['results_older_kept_for_findings']} older results findings rest on"
+               + (f" and {kept['results_older_kept_for_baselines']} baselines rest on" if keep_baselines else "")
+               + f"; {done['results_remaining']} results remain")

@@ -32,6 +32,11 @@ MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute 
 FORMAT = "wirewise-baselines"
 VERSION = 2  # 2: the case is wirewise.case's (version 1's cases lacked precision, nodes, CUDA graph, source ...)
 METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}  # what is judged, per workload
+# The newest results of a case on a wiring that a bounded baseline rests on (the prolog's, and
+# what `db prune --keep-baselines` keeps): a median of this many stands within 3% of one
+# result's standard deviation of the whole history's (a median's standard error is
+# 1.2533 sigma / sqrt(n): 2.8% at 2,000), and reading them is one index range (db/versions/0012).
+BASELINE_RESULTS = 2_000
 
 
 def case_of(fact: dict[str, Any]) -> dict[str, Any]:
@@ -95,13 +100,21 @@ def group_by_case(facts: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str,
     return cases
 
 
-def baselines_from(facts: Iterable[dict[str, Any]]) -> list[Baseline]:
-    """Every case's baseline from the history, in a stable order."""
+def stored_baselines(store, filters) -> list[Baseline]:
+    """Every case's baseline from the history that `filters` match, aggregated in the database
+    (store.results.case_values: each case's values, not its rows): summarize's figures, at a
+    cost that grows with the rows read, never with their Python objects (issue 33)."""
+    from wirewise.orchestrator.store.results import case_values
+
     found = []
-    for key, members in group_by_case(facts).items():
-        fingerprint, workload = key[0], key[1]
-        found.append(summarize(fingerprint, workload, case_of(members[0]), members))
-    return sorted(found, key=lambda b: (b.fingerprint, b.workload, str(b.case)))
+    for workload in filters.workloads():
+        metric = METRIC[workload]
+        for row in case_values(store, filters, workload, metric):
+            values = row[metric]
+            median = statistics.median(values)
+            found.append(Baseline(row["fingerprint"], workload, {name: row[name] for name in CASE_FIELDS[workload]}, metric,
+                                  median, spread_of(values, median), len(values), row["nodes"], {row["source"]: len(values)}))
+    return found
 
 
 def imported(store, fingerprints: set[str] | None = None, notes: list[str] | None = None) -> dict[tuple, Baseline]:
@@ -241,12 +254,12 @@ def export_baselines(store, fingerprint: str | None = None, include_cpu: bool = 
     """The `baseline export` document: every case's baseline from the history (of one
     fingerprint, a prefix resolved), and imported ones for cases the history lacks (`notes`
     says which stored ones are left out as not valid)."""
-    from wirewise.orchestrator.report.query import facts, resolve
+    from wirewise.orchestrator.report.query import resolve
     from wirewise.orchestrator.store.results import Filters
     from wirewise.orchestrator.store.topology import list_topologies
 
     filters = resolve(store, Filters(fingerprint=fingerprint, status="ok", include_cpu=include_cpu))
-    found = {b.key: b for b in baselines_from(facts(store, filters))}
+    found = {b.key: b for b in stored_baselines(store, filters)}
     for key, given in imported(store, None if filters.fingerprint is None else {filters.fingerprint}, notes).items():
         found.setdefault(key, given)  # the history's own baseline of a case comes first
     wirings = {row["fingerprint"]: {"fabric": row["fabric"], "gpus": row["gpus"], "gpu_model": row["gpu_model"]}

@@ -316,11 +316,25 @@ def prolog(store, rules: Rules, outcome: NodeOutcome, job: JobEnv, deadline: flo
     return outcome
 
 
+def measured_history(store, records: list, include_cpu: bool) -> list[dict]:
+    """The history of just the cases the prolog measured, on its wiring: each case's newest
+    BASELINE_RESULTS results (the ones just stored among them): one range of an index, whatever
+    the fleet's history holds (a node's check reads its own case, not the fleet: issue 33)."""
+    from wirewise.orchestrator.health.baseline import BASELINE_RESULTS
+    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.store.results import Filters, stored_cases
+
+    history = []
+    for fingerprint, key in stored_cases(store, [r.record_id for r in records]):
+        history += facts(store, Filters(fingerprint=fingerprint, case_key=key, include_cpu=include_cpu,
+                                        newest=BASELINE_RESULTS))
+    return history
+
+
 def prolog_findings(store, rules: Rules, node: str, records: list) -> list[Finding]:
     """A run that did not end ok, wrong elements, or busbw below the baseline (one repeat)."""
     from wirewise.orchestrator.health.baseline import group_by_case
     from wirewise.orchestrator.health.judge import below_baseline
-    from wirewise.orchestrator.health.doctor import history_of
     from wirewise.orchestrator.health.baseline import imported
 
     failed = [r for r in records if r.status != "ok"] or ([] if records else [None])
@@ -336,7 +350,7 @@ def prolog_findings(store, rules: Rules, node: str, records: list) -> list[Findi
                         f"the prolog's {rules.prolog.op} returned {wrong[0].wrong} wrong element(s) at {wrong[0].bytes} bytes",
                         "a GPU or link corrupts data: drain the node and run `dcgmi diag -r 3`",
                         metric=f"{rules.prolog.op}.check", delta=f"{wrong[0].wrong}-wrong", key="task-failed|prolog-check")]
-    history = history_of(store, node, include_cpu=rules.include_cpu or records[0].gpu_count == 0)
+    history = measured_history(store, records, include_cpu=rules.include_cpu or records[0].gpu_count == 0)
     fingerprints = {f["fingerprint"] for f in history if f["fingerprint"]}
     judged_rules = rules.model_copy(update={"repeats": 1})
     return below_baseline(node, group_by_case(history), "collective", judged_rules, imported(store, fingerprints), [])[0]

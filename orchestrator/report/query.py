@@ -75,9 +75,9 @@ _AGE = re.compile(r"^(\d{1,12})([dhm])$")
 _MINUTES = {"d": 1440, "h": 60, "m": 1}
 
 
-def parse_since(text: str, now: datetime | None = None) -> datetime:
+def parse_since(text: str, now: datetime | None = None, option: str = "--since") -> datetime:
     """'2026-11-30', '2026-11-30T12:00[+01:00]' or an age ('7d', '12h', '30m', up to
-    MAX_AGE_DAYS), as UTC."""
+    MAX_AGE_DAYS), as UTC; `option` names the option in an error (--since, db prune's --before)."""
     from wirewise.limits import MAX_AGE_DAYS
 
     text = text.strip()
@@ -85,18 +85,18 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     if age:
         minutes = int(age.group(1)) * _MINUTES[age.group(2)]
         if minutes > MAX_AGE_DAYS * 1440:
-            raise UserError(f"--since {text!r}: an age is at most {MAX_AGE_DAYS} days")
+            raise UserError(f"{option} {text!r}: an age is at most {MAX_AGE_DAYS} days")
         return (now or datetime.now(timezone.utc)) - timedelta(minutes=minutes)
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise UserError(f"--since {text!r}: give a date (2026-11-30), a time (2026-11-30T12:00) or an age (7d, 12h, 30m)") from None
+        raise UserError(f"{option} {text!r}: give a date (2026-11-30), a time (2026-11-30T12:00) or an age (7d, 12h, 30m)") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     try:
         return when.astimezone(timezone.utc)
     except OverflowError:
-        raise UserError(f"--since {text!r}: out of range in UTC (years 1 to 9999)") from None
+        raise UserError(f"{option} {text!r}: out of range in UTC (years 1 to 9999)") from None
 
 
 # -- resolving names -----------------------------------------------------------------

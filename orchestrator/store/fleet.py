@@ -11,7 +11,7 @@ from datetime import datetime
 
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import DEVICE
-from wirewise.orchestrator.store.topology import NODE_FIELDS, node_wirings
+from wirewise.orchestrator.store.topology import NODE_FIELDS, NodeWiring, node_wirings
 from wirewise.topology.model import Topology
 
 
@@ -23,9 +23,15 @@ def node_topologies(store: Store, names: Iterable[str]) -> dict[str, Topology]:
     wanted = list(dict.fromkeys(names))
     if not wanted:
         return {}
+    return topologies_of(node_wirings(store, nodes=wanted))
+
+
+def topologies_of(wirings: Iterable[NodeWiring]) -> dict[str, Topology]:
+    """node -> its Topology from its first wiring in `wirings` (the most recently seen first),
+    one Topology per distinct numbering."""
     built: dict[str, Topology] = {}
     found: dict[str, Topology] = {}
-    for wiring in node_wirings(store, nodes=wanted):  # the most recently seen first
+    for wiring in wirings:
         if wiring.node in found:
             continue  # an older wiring of the same node
         if "links" in wiring.details:

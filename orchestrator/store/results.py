@@ -65,6 +65,8 @@ class Filters:
     since: datetime | None = None
     campaigns: tuple[str, ...] = ()
     include_cpu: bool = False
+    case_key: str | None = None  # one case (wirewise.case.case_key), as a judgement of what was just measured asks
+    newest: int | None = None  # only the newest that many (by start), read on the (fingerprint, case, start) index
 
     def asked(self) -> dict[str, Any]:
         """The filters given, for JSON output."""
@@ -114,7 +116,7 @@ def _where(f: Filters, p: Params) -> list[str]:
     equal = {
         "fabric": f.fabric, "fingerprint": f.fingerprint, "node": f.node, "workload": f.workload, "op": f.op,
         "bytes": f.bytes, "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status,
-        "placement": f.placement, "geometry": f.geometry, "transport": f.transport, RANKS: f.gpus,
+        "placement": f.placement, "geometry": f.geometry, "transport": f.transport, RANKS: f.gpus, "case_key": f.case_key,
     }
     found = [f"{column} = {p(value)}" for column, value in equal.items() if value is not None]
     if f.since is not None:
@@ -167,6 +169,8 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
         # No ORDER BY in SQL: SQLite would then pick the index that spares it a sort (ix_results_op
         # for a fabric and an op) over the selective one, and read four times the rows.
         sql = f"SELECT {', '.join(_column_sql(name, db.dialect) for name in names)} FROM results WHERE {_and(_where(filters, p))}"
+        if filters.newest is not None:
+            sql += f" ORDER BY started_at DESC, id DESC LIMIT {p(filters.newest)}"
         rows = db.rows(sql, p)
         when = db.dialect.when
     empty = dict.fromkeys(ROW_FIELDS)
@@ -262,6 +266,31 @@ def _grouped(db: Reader, filters: Filters, workload: str, fields: list[str], met
     return [dict(zip(names, row)) for row in rows]
 
 
+def case_values(store: Store, filters: Filters, workload: str, metric: str) -> list[dict[str, Any]]:
+    """Per wiring and case of the `workload` results that match and hold `metric`: the
+    fingerprint, the case's fields, the metric's values (a list), the distinct nodes and the
+    source. One GROUP BY in the database (a baseline per case: baseline export), so what comes
+    back is each case's values alone, never a row's other columns: 10 million results are
+    about 200 MB of values, not 10 million rows in Python."""
+    fields = CASE_FIELDS[workload]
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        conditions = [*_where(filters, p), f"workload = {p(workload)}", "fingerprint IS NOT NULL",
+                      f"{d.number(metric)} IS NOT NULL"]
+        rows = db.rows(f"SELECT fingerprint, {', '.join(f'{_any_value(name)} AS {name}' for name in fields)}, "
+                       f"count(DISTINCT node), {_gathered(metric, d)} FROM results WHERE {_and(conditions)} "
+                       "GROUP BY fingerprint, case_key", p)
+    found = []
+    for fingerprint, *case, nodes, values in rows:
+        row = {"fingerprint": fingerprint, "workload": workload, **dict(zip(fields, case)), "nodes": nodes,
+               metric: _values(metric, values)}
+        for name in FLAG_FIELDS & set(fields):
+            if row[name] is not None:
+                row[name] = bool(row[name])
+        found.append(row)
+    return found
+
+
 def _any_value(name: str) -> str:
     """The value of a column that is the same on every row of a group (PostgreSQL has no min of
     a boolean: a flag goes through 1 and 0)."""
@@ -326,6 +355,16 @@ def campaign_names(store: Store, wanted: Iterable[str]) -> set[str]:
         p = db.params()
         seen = db.column(f"SELECT DISTINCT campaign FROM results WHERE campaign IN ({p.each(wanted)})", p)
     return set(planned) | set(seen)
+
+
+def stored_cases(store: Store, record_ids: list[str]) -> list[tuple[str, str]]:
+    """(fingerprint, case_key) of the stored results of these records, each once."""
+    if not record_ids:
+        return []
+    with store.read() as db:
+        p = db.params()
+        return sorted(db.rows(f"SELECT DISTINCT fingerprint, case_key FROM results WHERE record_id IN ({p.each(record_ids)}) "
+                              "AND fingerprint IS NOT NULL", p))
 
 
 def has_results_on(store: Store, node: str) -> bool:

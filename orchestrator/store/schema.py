@@ -165,9 +165,9 @@ RESULTS = Table(
     Index("ix_results_campaign_case", "campaign", "workload", "model"),
     Index("ix_results_source", "source"),
     # every reader groups by the case (db/versions/0010): results and compare by it alone, the
-    # baselines by a wiring and a case
+    # baselines by a wiring and a case, the prolog by a wiring and a case, newest first (0012)
     Index("ix_results_case", "case_key"),
-    Index("ix_results_fingerprint_case", "fingerprint", "case_key"),
+    Index("ix_results_fingerprint_case_started", "fingerprint", "case_key", "started_at"),
     Index("ix_results_placement", "placement"),
 )
 

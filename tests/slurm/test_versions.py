@@ -20,7 +20,7 @@ import pytest
 
 from tests.slurm.fixture import sbatch
 from wirewise.orchestrator.slurm.cluster import element_states
-from wirewise.orchestrator.slurm.nodes import gpus_in_use, job_gpus, slurm_nodes
+from wirewise.orchestrator.slurm.nodes import gpus_in_use, gpus_in_use_on, job_gpus, slurm_nodes
 
 
 def version() -> str:
@@ -80,6 +80,9 @@ def test_the_gpus_a_two_node_job_holds_on_each_of_its_nodes_on_25_11(multinode, 
         assert job_gpus(job, "wwn1") == [0, 1] and job_gpus(job, "wwn2") == [0, 1] and job_gpus(job) == [0, 1]
         assert job_gpus(job, "wwn3") is None
         assert gpus_in_use("wwn2") == {0, 1} and gpus_in_use("wwn3") == set()
+        # one scontrol for the fleet says the same of each node; a node Slurm does not know: None
+        assert gpus_in_use_on(["wwn1", "wwn2", "wwn3", "elsewhere"]) == {"wwn1": {0, 1}, "wwn2": {0, 1}, "wwn3": set(),
+                                                                         "elsewhere": None}
         nodes = slurm_nodes(multinode.partition)
         assert {n: (node.state, node.gpus, node.features) for n, node in nodes.items()} == {
             "wwn1": ("mixed", 4, ("a100x4",)), "wwn2": ("mixed", 4, ("a100x4",)), "wwn3": ("idle", 3, ("v100x3",))}
@@ -93,6 +96,6 @@ def test_the_gpus_a_job_holds_on_22_05(slurm_cluster, tmp_path) -> None:
     try:
         wait_running(job)
         assert job_gpus(job, slurm_cluster.node) == job_gpus(job) and len(job_gpus(job)) == 2
-        assert gpus_in_use(slurm_cluster.node) == set(job_gpus(job))
+        assert gpus_in_use(slurm_cluster.node) == set(job_gpus(job)) == gpus_in_use_on([slurm_cluster.node])[slurm_cluster.node]
     finally:
         subprocess.run(["scancel", job], check=False)

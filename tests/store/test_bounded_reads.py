@@ -1,0 +1,77 @@
+"""The reads issue 33 bounded, the same on SQLite and PostgreSQL: the prolog's history is the
+newest results of the case it measured (not its wiring's whole history), and `baseline export`
+aggregates each case in the database, giving what summarizing every result's facts gave."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from tests.report.conftest import import_log
+from tests.store.test_prune import NEW, _records, history  # noqa: F401 - the fixture, two nodes' history
+from tests.topology.common import NVL_QUADS
+
+
+def test_the_prolog_reads_the_newest_results_of_its_case_alone(history, monkeypatch):
+    """measured_history: only the measured case (1 GiB all_reduce on 4 GPUs), and of it only the
+    newest BASELINE_RESULTS, whatever else the wiring's history holds."""
+    import wirewise.orchestrator.health.baseline as baseline
+    from wirewise.orchestrator.health.node import measured_history
+    from wirewise.orchestrator.record.ingest import store_measurement
+    from wirewise.topology import read_topology
+
+    store, _ = history
+    topo = read_topology(NVL_QUADS)
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    just = _records("n1", topo, now, sizes=(1 << 30,), repeats=1)
+    store_measurement(store, just + _records("n1", topo, now, sizes=(1 << 30,), repeats=2, op="all_gather"), topo, "n1")
+    monkeypatch.setattr(baseline, "BASELINE_RESULTS", 5)
+    rows = measured_history(store, just, include_cpu=False)
+    assert {(r["op"], r["bytes"]) for r in rows} == {("all_reduce", 1 << 30)}
+    assert len(rows) == 5 and max(r["started_at"] for r in rows) == now  # the newest five, the one just stored first
+    assert min(r["started_at"] for r in rows) >= NEW
+
+
+def test_baseline_export_aggregates_in_the_database_what_the_facts_give(url, tmp_path):
+    """Two H100 nodes' nccl-tests logs (every size, in and out of place), a quad node's results
+    and training runs, a CPU-rank run and a failed one: every case's baseline from the grouped
+    read equals summarize over the rows' facts, on both databases."""
+    from wirewise.orchestrator.health.baseline import group_by_case, stored_baselines, summarize
+    from wirewise.orchestrator.record.ingest import store_measurement
+    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.results import Filters
+    from wirewise.record import ResultRecord
+    from wirewise.topology import read_topology
+
+    for node, factor in (("h100-a", 1.0), ("h100-b", 0.97)):
+        import_log(tmp_path, url, node, factor)
+    store, topo = Store(url), read_topology(NVL_QUADS)
+    when = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    extra = _records("quad", topo, when) + [
+        ResultRecord(workload="train", node="quad", gpus=[0, 1, 2, 3], gpu_count=4, fingerprint=topo.fingerprint,
+                     fabric=topo.fabric, model="mistral-7b", strategy=strategy, world_size=4, micro_batch=1, seq_len=2048,
+                     tokens_per_s=30_000.0 + i, step_time_s=0.3, started_at=when)
+        for i, strategy in enumerate(("fsdp", "fsdp", "zero2"))] + [
+        ResultRecord(workload="collective", node="quad", gpus=[], gpu_count=0, world_size=2, fingerprint=topo.fingerprint,
+                     fabric=topo.fabric, op="all_reduce", bytes=1 << 20, busbw_gbs=1.5, started_at=when),
+        ResultRecord(workload="collective", node="quad", gpus=[0, 1], gpu_count=2, fingerprint=topo.fingerprint,
+                     fabric=topo.fabric, op="all_reduce", bytes=1 << 20, status="failed", error="boom", started_at=when)]
+    store_measurement(store, extra, topo, "quad")
+    for include_cpu in (False, True):
+        filters = Filters(status="ok", include_cpu=include_cpu)
+        expected = [summarize(key[0], key[1], {n: m[0][n] for n in m[0] if n in _case(key[1])}, m)
+                    for key, m in group_by_case(facts(store, filters)).items()]
+        found = stored_baselines(store, filters)
+        assert _by_key(found) == _by_key(expected) and len(found) > 20
+        assert {b.workload for b in found} == {"collective", "train"}
+        assert any(b.case["device"] == "cpu" for b in found) == include_cpu
+
+
+def _case(workload: str) -> tuple[str, ...]:
+    from wirewise.case import CASE_FIELDS
+
+    return CASE_FIELDS[workload]
+
+
+def _by_key(baselines) -> dict:
+    return {b.key: (b.median, round(b.spread, 9), b.results, b.nodes, b.sources, b.metric) for b in baselines}
