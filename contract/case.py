@@ -250,6 +250,8 @@ NOT_CASE: dict[str, str] = {
     "gpu_count": "ranks and device say it", "world_size": "ranks says it",
     "started_at": "when", "ended_at": "when", "versions": "software versions: kept, shown by doctor, not compared",
     "env": "NCCL_* and friends as run: the transport's own settings are the transport; the rest is kept",
+    "transport_carried": "what NCCL's INFO lines show the connections used: an observation of the run, beside "
+                         "the transport asked for (a fallback off NVLink is a finding, transport-off-nvlink)",
     "status": "the outcome: every reader keeps each status apart beside the case", "error": "the outcome's words",
     "workload": "the case's kind (each workload has its own fields)",
     "params": "the task's parameters: each one is below", "extra": "what a workload adds beyond the contract",

@@ -113,6 +113,9 @@ class ResultRecord(BaseModel):
     ended_at: datetime = Field(default_factory=utcnow)
     versions: dict[str, str | None] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)  # NCCL_* and friends in effect
+    # the transports NCCL's INFO lines show the run's connections used (wirewise.nccl_info):
+    # "P2P/CUMEM", "NVLS+P2P/IPC", "P2P/IPC+NET/IB/GDRDMA", "local" (one rank); None: not shown
+    transport_carried: str | None = None
 
     # collectives (nccl-tests names)
     op: str | None = None

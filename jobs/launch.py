@@ -39,6 +39,7 @@ from wirewise.atomic import write_json_atomic
 from wirewise.jobenv import read_job_env
 from wirewise.runs import RESULT_FILE
 from wirewise.task import TaskSpec
+from wirewise.jobs.nccl_debug import debug_env, debug_file, read_debug_file
 from wirewise.jobs.peers import Peers
 from wirewise.jobs.worker import rank_file
 from wirewise.jobs.records import build_records, gpu_pinning, node_topology, result_document
@@ -128,7 +129,7 @@ def _absolute_only(search_path: str) -> str:
     return os.pathsep.join(entry for entry in search_path.split(os.pathsep) if os.path.isabs(entry))
 
 
-def _rank_env(spec: TaskSpec, layout: Layout, local_rank: int) -> dict[str, str]:
+def _rank_env(spec: TaskSpec, layout: Layout, local_rank: int, run_dir: Path) -> dict[str, str]:
     env = {**os.environ, **spec.env}
     if "PYTHONPATH" in env:
         env["PYTHONPATH"] = _absolute_only(env["PYTHONPATH"])
@@ -143,6 +144,7 @@ def _rank_env(spec: TaskSpec, layout: Layout, local_rank: int) -> dict[str, str]
         MASTER_PORT=str(layout.master_port),
         PYTHONUNBUFFERED="1",
     )
+    env.update(debug_env(env, run_dir, rank))
     env.update(gpu_pinning(spec))
     if not spec.gpus:
         # Two ranks on two cores must not each start a thread per core.
@@ -158,19 +160,23 @@ class RankGroup:
         self.stopped_by_us: set[int] = set()  # ranks still running when kill() began
         self.stopped_for: str | None = None  # a peer node's failure or loss that stopped these ranks
         self.first_rank = layout.node_rank * spec.nproc_per_node
+        self.nccl_logs: dict[int, Path] = {}  # each rank's NCCL INFO file (wirewise.jobs.nccl_debug)
+        self.started = time.time()
         for local_rank in range(spec.nproc_per_node):
             rank = self.first_rank + local_rank
             log = open(run_dir / f"rank{rank}.log", "wb")
+            env = _rank_env(spec, layout, local_rank, run_dir)
             self.procs[rank] = subprocess.Popen(
                 # -P: the folder a user runs wirewise from is not on the ranks' import path, so
                 # a stray jobs/ or wirewise/ there cannot stand in for wirewise's own code.
                 [sys.executable, "-P", "-m", "wirewise.jobs.worker", str(run_dir)],
-                env=_rank_env(spec, layout, local_rank),
+                env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
+            self.nccl_logs[rank] = debug_file(env["NCCL_DEBUG_FILE"], self.procs[rank].pid)
             log.close()
 
     def exit_codes(self) -> dict[int, int | None]:
@@ -279,7 +285,12 @@ class Ended:
 
     @classmethod
     def of_group(cls, how: str | None, group: RankGroup, run_dir: Path) -> Ended:
-        return cls(how, group.exit_codes(), group.stopped_by_us, _read_rank_files(run_dir, group.procs), group.stopped_for)
+        """This node's ranks as they ended; each rank file gains what its NCCL INFO file says the
+        wire carried (`wire`), so that node 0 reads every node's."""
+        files = _read_rank_files(run_dir, group.procs)
+        for rank, outcome in files.items():
+            outcome["wire"] = read_debug_file(group.nccl_logs[rank], group.started)
+        return cls(how, group.exit_codes(), group.stopped_by_us, files, group.stopped_for)
 
     def report(self) -> dict[str, Any]:
         """What a node tells node 0 at its end (wirewise.jobs.peers)."""

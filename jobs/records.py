@@ -80,8 +80,12 @@ def build_records(spec, files, status, error, topo, topo_error, nodes, started, 
     device = rank_device(spec, files)
     records = _records_of_outcome(spec, files, status, error, topo, nodes, started, ended)
     code = code_hash()
+    wire = wire_of(files)
     for record in records:
         record.extra.update(backend=spec.backend, device=device, attempt=spec.attempt, repeat=spec.repeat)
+        if wire is not None:
+            record.transport_carried = wire.carried
+            record.extra["nccl"] = wire.to_json()
         record.versions.setdefault("wirewise_code", code)
         if device == "cpu":
             if spec.gpus:  # GPUs the task was given (a campaign's plan) but that measured nothing
@@ -90,6 +94,20 @@ def build_records(spec, files, status, error, topo, topo_error, nodes, started, 
         if topo_error:
             record.extra["topology_error"] = topo_error
     return records
+
+
+def wire_of(files: dict[int, dict]):
+    """Every rank's NCCL INFO reading (wirewise.jobs.nccl_debug) as one wirewise.nccl_info.Wire;
+    None where no rank had one (gloo ranks, a user's NCCL_DEBUG below INFO)."""
+    from wirewise.nccl_info import Wire
+
+    found = [Wire.from_json(f["wire"]) for _, f in sorted(files.items()) if f.get("wire")]
+    if not found:
+        return None
+    total = Wire()
+    for wire in found:
+        total.add(wire)
+    return total
 
 
 def _records_of_outcome(spec, files, status, error, topo, nodes, started, ended) -> list[ResultRecord]:

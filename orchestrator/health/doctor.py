@@ -3,7 +3,8 @@
 
 From the history (any node; wirewise.orchestrator.health.judge): busbw or tokens/s below the
 fingerprint's baseline, a node slower than its same-fingerprint peers in its latest campaign,
-a task that failed where its peers passed. Live, on this node (wirewise.orchestrator.health.live):
+a task that failed where its peers passed, NCCL traffic that left the NVLink its wiring
+promises. Live, on this node (wirewise.orchestrator.health.live):
 inactive NVLinks, PCIe below its maximum, a wiring that no longer matches the stored one.
 
 Each node judged is recorded as a check with its findings (the node's verdict, which `fleet
@@ -33,7 +34,7 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
     """Findings for `node` (every node with results when None). `live` probes this machine's
     topology (named `live_node`); it runs only when that is the node being checked."""
     from wirewise.orchestrator.health.baseline import imported
-    from wirewise.orchestrator.store.health import record_check, result_runs
+    from wirewise.orchestrator.store.health import record_check, result_runs, results_in_one_domain
 
     rules = rules or default_rules()
     history = history_of(store, node, include_cpu or rules.include_cpu)
@@ -41,7 +42,8 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
     fingerprints = {f["fingerprint"] for f in history if f["fingerprint"]}
     ignored: list[str] = []
     baselines = imported(store, fingerprints, ignored)
-    judgement = judge_history(nodes, history, rules, baselines, runs=lambda ids: result_runs(store, ids))
+    judgement = judge_history(nodes, history, rules, baselines, runs=lambda ids: result_runs(store, ids),
+                              in_one_domain=lambda ids: results_in_one_domain(store, ids))
     judgement.notes[:0] = ignored
     if live is not None and live_node in nodes:
         found, judged = live_findings(live_node, live, stored_wiring(store, live_node), rules, judgement.notes)

@@ -15,7 +15,7 @@ from typing import Any
 
 REASON_PREFIX = "wirewise:"
 RULES = ("busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "nvlink-inactive",
-         "pcie-degraded", "fabric-degraded", "wiring-changed", "task-failed", "pair-below-fleet")
+         "pcie-degraded", "fabric-degraded", "wiring-changed", "task-failed", "transport-off-nvlink", "pair-below-fleet")
 LIVE_RULES = ("nvlink-inactive", "pcie-degraded", "fabric-degraded", "wiring-changed")  # read on the node itself (NVML)
 
 

@@ -15,6 +15,10 @@
   the spread of the peers' medians.
 - task-failed: a task of the node's latest campaign that failed or timed out where the same
   case passed on at least min_peers same-fingerprint peers.
+- transport-off-nvlink: the node's newest run of each case whose wiring promises NVLink (the
+  default transport on GPUs of one NVLink group, or nodes of one multi-node NVLink domain) but
+  whose NCCL connections, as its INFO lines show (transport_carried), went through host memory
+  or a network instead (wirewise.nccl_info.off_nvlink).
 
 Everything here is a pure function of facts (wirewise.orchestrator.report.query.facts rows), so
 the benchmark (tests/benchmarks/bench_rules.py) runs the same code on generated histories.
@@ -38,7 +42,9 @@ from wirewise.orchestrator.health.rules import Rules
 from wirewise.units import human_bytes
 
 Runs = Callable[[list[int]], dict[int, dict[str, Any]]]  # result ids -> {id: {"gpus": [...], "params": {...}}}
-HISTORY_RULES = ("busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "task-failed")
+# result ids -> whether each result's nodes all sit in one multi-node NVLink domain
+InOneDomain = Callable[[list[int]], dict[int, bool]]
+HISTORY_RULES = ("busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "task-failed", "transport-off-nvlink")
 
 
 @dataclass
@@ -51,8 +57,10 @@ class Judgement:
 
 
 def judge_history(nodes: list[str], history: list[dict[str, Any]], rules: Rules,
-                  imported: dict[tuple, Baseline] | None = None, runs: Runs | None = None) -> Judgement:
-    """Every enabled history rule on each node."""
+                  imported: dict[tuple, Baseline] | None = None, runs: Runs | None = None,
+                  in_one_domain: InOneDomain | None = None) -> Judgement:
+    """Every enabled history rule on each node (`in_one_domain` None: no run is known to span one
+    multi-node NVLink domain)."""
     out = Judgement()
     cases = group_by_case(history)
     for node in nodes:
@@ -63,6 +71,8 @@ def judge_history(nodes: list[str], history: list[dict[str, Any]], rules: Rules,
                 found, compared = slower_than_peers(node, history, rules, out.notes)
             elif rule == "task-failed":
                 found, compared = task_failed(node, history, rules)
+            elif rule == "transport-off-nvlink":
+                found, compared = transport_off_nvlink(node, history, in_one_domain)
             else:
                 workload = "collective" if rule == "busbw-below-baseline" else "train"
                 found, compared = below_baseline(node, cases, workload, rules, imported or {}, out.notes)
@@ -307,6 +317,60 @@ def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> tuple
                          "sizes": [failed["bytes"]] if failed["bytes"] else []},
         ))
     return found, True
+
+
+# -- runs whose NCCL traffic left the NVLink their wiring promises ------------------------------
+def nvlink_promised(fact: dict[str, Any], spans_domain: bool) -> tuple[bool, bool]:
+    """(inside a node, between nodes): where a result's wiring promises NVLink for its traffic.
+    Inside: the default transport on GPUs of one NVLink group (geometry packed). Between: the
+    default transport on nodes of one multi-node NVLink domain (`spans_domain`)."""
+    default = fact["transport"] == "default" and fact["device"] == "gpu"
+    return (default and fact["geometry"] == "packed",
+            default and (fact["node_count"] or 1) > 1 and spans_domain)
+
+
+def off_nvlink_of(fact: dict[str, Any], spans_domain: bool) -> list[str]:
+    """The transports a result's NCCL connections used off the NVLink its wiring promises."""
+    from wirewise.nccl_info import off_nvlink
+
+    return off_nvlink(fact["transport_carried"], fact["node_count"] or 1, *nvlink_promised(fact, spans_domain))
+
+
+def transport_off_nvlink(node: str, history: list[dict[str, Any]],
+                         in_one_domain: InOneDomain | None) -> tuple[list[Finding], bool]:
+    """The node's findings by the rule (its newest run of each case), and whether it had a run
+    to judge: one whose transport was read and whose wiring promises NVLink."""
+    newest: dict[str, dict[str, Any]] = {}
+    for fact in history:
+        if fact["node"] == node and fact["status"] == "ok" and fact.get("transport_carried"):
+            if fact["case_key"] not in newest or fact["started_at"] >= newest[fact["case_key"]]["started_at"]:
+                newest[fact["case_key"]] = fact
+    multi = [f["id"] for f in newest.values() if (f["node_count"] or 1) > 1]
+    spans = in_one_domain(multi) if in_one_domain and multi else {}
+    judged = [f for f in newest.values() if any(nvlink_promised(f, spans.get(f["id"], False)))]
+    found = []
+    for fact in judged:
+        off = off_nvlink_of(fact, spans.get(fact["id"], False))
+        if not off:
+            continue
+        case = case_of(fact)
+        name = fact["op"] or fact["model"] or fact["workload"]
+        inside, between = nvlink_promised(fact, spans.get(fact["id"], False))
+        promise = " and ".join(filter(None, ["its GPUs share NVLink" if inside else "", "its nodes share an NVLink domain" if between else ""]))
+        found.append(Finding(
+            node, "transport-off-nvlink",
+            f"{fact['workload']} {_what(fact['workload'], case)}: {promise}, but NCCL connected them via "
+            f"{', '.join(off)} (its INFO lines: {fact['transport_carried']})",
+            "check what turns NCCL's peer-to-peer off on this node: NCCL_P2P_DISABLE or NCCL_P2P_LEVEL in the job's "
+            "environment, a container that shows each rank only its own GPU, CUDA IPC or cuMem failing (ulimit -l, "
+            "/dev/shm), nvidia-fabricmanager or the IMEX service down; `wirewise fleet drain` repeats the run first",
+            metric=f"{name}.transport", delta="+".join(off),
+            key="|".join(map(str, ("transport-off-nvlink", fact["case_key"]))),
+            reference={"workload": fact["workload"], "result_ids": [fact["id"]]},
+            measurement={"workload": fact["workload"], "case": case, "fingerprint": fact["fingerprint"],
+                         "sizes": [fact["bytes"]] if fact["bytes"] else []},
+        ))
+    return found, bool(judged)
 
 
 # -- what confirms a finding ---------------------------------------------------------------

@@ -309,6 +309,8 @@ def _judge(store, run: NodeRun) -> list[Verdict]:
             verdicts.append(Verdict(finding["id"], NOT_MEASURED, f"not repeated: {refused}"))
         elif finding["rule"] == "task-failed":
             verdicts.append(_task_verdict(finding, [f for f in new if f["node"] == run.node]))
+        elif finding["rule"] == "transport-off-nvlink":
+            verdicts.append(_transport_verdict(store, finding, [f for f in new if f["node"] == run.node]))
         else:
             verdicts.append(_measured_verdict(finding, [f for f in new if f["node"] == run.node]))
     return verdicts
@@ -333,6 +335,22 @@ def _live_verdict(finding: dict[str, Any], live: dict[str, Any] | None) -> Verdi
     if finding["key"] in live["keys"]:
         return Verdict(finding["id"], FAILING, f"read again: {live['evidence'][finding['key']]}")
     return Verdict(finding["id"], PASSING, f"read again: {finding['rule']} not found")
+
+
+def _transport_verdict(store, finding: dict[str, Any], new: list[dict[str, Any]]) -> Verdict:
+    """The repeat fails where its NCCL connections left NVLink again; a repeat whose INFO lines
+    were not read (no transport carried) says nothing."""
+    from wirewise.orchestrator.health.judge import off_nvlink_of
+    from wirewise.orchestrator.store.health import results_in_one_domain
+
+    read = [f for f in new if f["status"] == "ok" and f["transport_carried"]]
+    if not read:
+        return Verdict(finding["id"], NOT_MEASURED, "the repeat stored no result whose NCCL transport was read")
+    spans = results_in_one_domain(store, [f["id"] for f in read])
+    off = sorted({name for f in read for name in off_nvlink_of(f, spans.get(f["id"], False))})
+    if off:
+        return Verdict(finding["id"], FAILING, f"the repeat went via {', '.join(off)} again ({read[-1]['transport_carried']})")
+    return Verdict(finding["id"], PASSING, f"the repeat stayed on NVLink ({read[-1]['transport_carried']})")
 
 
 def _task_verdict(finding: dict[str, Any], new: list[dict[str, Any]]) -> Verdict:

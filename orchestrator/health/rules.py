@@ -92,6 +92,7 @@ class RuleSet(BaseModel):
     fabric_degraded: Rule = Field(alias="fabric-degraded")
     wiring_changed: Rule = Field(alias="wiring-changed")
     task_failed: TaskRule = Field(alias="task-failed")
+    transport_off_nvlink: Rule = Field(alias="transport-off-nvlink")
     pair_below_fleet: PairRule = Field(alias="pair-below-fleet")
 
     def enabled(self, name: str) -> bool:

@@ -113,6 +113,7 @@ from wirewise.case import REDUCING_OPS
 from wirewise.errors import UserError
 from wirewise.jobenv import visible_indices
 from wirewise.limits import MAX_LOG_BYTES
+from wirewise.nccl_info import Wire
 from wirewise.orchestrator.record.log_text import MAX_LINE_CHARS
 from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord, figure_problem
 from wirewise.versions import decode_nccl_version
@@ -410,6 +411,7 @@ class Section:
     concluded: bool = False
     notes: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # NCCL INFO "set by environment" lines
+    wire: Wire = field(default_factory=Wire)  # what its NCCL INFO lines say the connections used
     skipped: list[str] = field(default_factory=list)  # why rows were not stored, by line (the first MAX_SKIPPED_SHOWN)
     skipped_more: int = 0  # and how many more
     repeats: int | None = None  # first line of the earlier section whose rows this one repeats
@@ -583,6 +585,8 @@ class _Reader:
             self.section.gap = self.section.gap or self.section.has_rows
             return
         section, content = self.section, True  # content: a line of the run itself, not prose around it
+        if "NCCL" in line:
+            section.wire.read(line)
         if match := _VERSION.match(line):
             section = self.start(number) if section.has_body or section.version else section
             section.version, section.tests_name = match["version"], match["tests"].lower()
@@ -1275,6 +1279,7 @@ def _section_fields(
         started_at=when,
         ended_at=when,
         versions={k: v for k, v in versions.items() if v},
+        transport_carried=section.wire.carried,
     )
 
 

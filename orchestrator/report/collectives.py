@@ -27,6 +27,7 @@ def json_row(record) -> dict[str, Any]:
         "backend": extra.get("backend"),
         "device": extra.get("device"),
         "transport": record.params.get("transport"),
+        "transport_carried": record.transport_carried,
         "cuda_graph": bool(record.params.get("cuda_graph")),
         "timer": extra.get("timer"),
         "node": record.node,

@@ -142,6 +142,24 @@ def result_runs(store: Store, ids: list[int]) -> dict[int, dict[str, Any]]:
     return found
 
 
+def results_in_one_domain(store: Store, ids: list[int]) -> dict[int, bool]:
+    """{result id: whether the nodes it ran on all sit in one multi-node NVLink domain} (their
+    current wirings, wirewise.orchestrator.store.topology.node_domains)."""
+    from wirewise.orchestrator.store.topology import node_domains
+
+    if not ids:
+        return {}
+    with store.read() as db:
+        d, p = db.dialect, db.params()
+        rows = db.rows(f"SELECT id, nodes FROM results WHERE id IN ({p.each(sorted(set(ids)))})", p)
+    domains = node_domains(store)
+    found = {}
+    for result_id, nodes in rows:
+        keys = {domains.get(name) for name in d.json(nodes) or []}
+        found[result_id] = len(d.json(nodes) or []) > 1 and len(keys) == 1 and None not in keys
+    return found
+
+
 # -- checks and findings ----------------------------------------------------------------------
 def record_check(store: Store, node: str, source: str, rules: set[str], findings: list,
                  confirmed: bool = False) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def _and(conditions: list[str]) -> str:
 # workload's metric columns are read only when the filters let its rows through: on a wide
 # match, every column read costs (a collective query over 1M rows reads a third less).
 _COMMON = ("id", "workload", "source", "status", "campaign", "node", "fingerprint", "fabric", "gpu_list", "gpu_count",
-           "world_size", "gpus", "started_at", "task_id", "recorded_placement", "case_key",
+           "world_size", "gpus", "started_at", "task_id", "recorded_placement", "case_key", "transport_carried",
            *(name for name in CASE_FIELDS["collective"] if name in CASE_FIELDS["train"]))
 _WORKLOAD_COLUMNS = {
     workload: (*(name for name in CASE_FIELDS[workload] if name not in _COMMON), *metrics)

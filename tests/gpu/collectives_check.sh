@@ -12,7 +12,10 @@
 # Prints nccl-tests-like tables; the JSON rows, the database and the run folders go to $OUT
 # when it is set, else to a temporary folder. Exit status: 0 only when every sweep ran,
 # every size checked with 0 wrong elements, busbw/algbw were as above, both forms of
-# all_gather and reduce_scatter were there, and NCCL_P2P_DISABLE was recorded under pcie.
+# all_gather and reduce_scatter were there, NCCL_P2P_DISABLE was recorded under pcie, and every
+# row recorded the transport NCCL carried (transport_carried: local on one rank, peer-to-peer or
+# NVLS on the default transport, no peer-to-peer under pcie), its INFO lines kept out of the
+# ranks' own logs.
 # WIREWISE overrides the command (default: python3 -m wirewise.orchestrator).
 set -uo pipefail
 
@@ -58,6 +61,20 @@ for op in ("all_gather", "reduce_scatter"):
 want_p2p = "1" if transport == "pcie" else None
 problems += [f"NCCL_P2P_DISABLE={r['env'].get('NCCL_P2P_DISABLE')} recorded" for r in rows[:1]
              if r["env"].get("NCCL_P2P_DISABLE") != want_p2p]
+# What the wire carried (issue 30 item 6), read from each rank's NCCL INFO file: one rank connects
+# nothing ("local"); two or more on the default transport go peer-to-peer or NVLS, never through
+# host memory or a network on one node; --transport pcie (NCCL_P2P_DISABLE=1) never peer-to-peer.
+carried = {r["transport_carried"] for r in rows}
+print(f"# transport asked {transport}, carried {sorted(carried, key=str)}")
+for value in carried:
+    if value is None:
+        problems.append("transport_carried is null: the ranks' NCCL INFO files were not read")
+    elif ranks == 1 and value != "local":
+        problems.append(f"one rank carried {value}, want local")
+    elif ranks > 1 and transport == "default" and ("SHM" in value or "NET/" in value or not ("P2P/" in value or "NVLS" in value)):
+        problems.append(f"default transport carried {value}: off NVLink")
+    elif ranks > 1 and transport == "pcie" and "P2P/" in value:
+        problems.append(f"--transport pcie carried {value}: peer-to-peer was on")
 print(f"# {len(rows)} rows, NCCL env recorded: {rows[0]['env']}")
 if problems:
     sys.exit("FAILED: " + "; ".join(problems))

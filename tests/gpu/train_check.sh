@@ -144,6 +144,11 @@ for name in names:  # every step that did not end as expected, once
     r = load(name)
     if name != "oom80" and r.get("loop") != "plain" and r.get("status") != "ok":
         problems.append(f"{name}: {r.get('status')}: {(r.get('error') or '')[:300]}")
+    # what NCCL's INFO lines say the run's connections used (issue 30 item 6): read on every NCCL run
+    if r.get("loop") != "plain" and r.get("status") == "ok" and "transport_carried" in r:
+        print(f"# {name}: transport carried {r['transport_carried']}")
+        if r["transport_carried"] is None:
+            problems.append(f"{name}: transport_carried is null: the ranks' NCCL INFO files were not read")
 print("\n" + ("FAILED:\n  " + "\n  ".join(problems) if problems else "# OK: every step met its expectation"))
 sys.exit(1 if problems else 0)
 PY

@@ -274,3 +274,14 @@ def test_output_of_two_ranks_interleaved_mid_row():
     cut = row.replace("      0    579.6    1.81    1.81      0", "      0" + info, 1)
     [run, _] = parse_log(text.replace(row, cut, 1))
     assert len(run.rows) == 30 and len(run.skipped) == 1 and "9 columns where the run prints 13" in run.skipped[0]
+
+
+@pytest.mark.parametrize("path, carried", [
+    (SENDRECV_ROCE, "P2P/direct+NET/IB/GDRDMA"),  # lines 107-118: P2P/direct pointer; line 111: via NET/IB/1(2)/GDRDMA/Shared
+    (FLOAT_ERROR, "P2P/IPC+NET/AWS Libfabric/GDRDMA"),  # line 274: [send] via NET/AWS Libfabric/1/GDRDMA
+    (FIVE, None),  # no NCCL INFO lines: unknown, never guessed
+])
+def test_imported_rows_keep_the_transport_their_nccl_info_lines_show(path, carried, db_url):
+    """Issue 30 item 6: the connections an imported log's NCCL INFO lines show are stored with every row."""
+    _import(path, db_url)
+    assert {row.transport_carried for row in _stored(db_url)} == {carried}

@@ -98,7 +98,7 @@ def test_doctor_junit_a_case_per_rule_per_node(report_db, tmp_path):
     assert cases["h100-b", "busbw-below-baseline"].is_passed
     [skipped] = cases["h100-b", "tokens-below-baseline"].result  # no training results: not judged
     assert isinstance(skipped, Skipped) and "not judged" in skipped.message
-    assert {rule for node, rule in cases if node == "h100-c"} == {"busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "task-failed"}
+    assert {rule for node, rule in cases if node == "h100-c"} == {"busbw-below-baseline", "tokens-below-baseline", "slower-than-peers", "task-failed", "transport-off-nvlink"}
     on_node = tmp_path / "health-check.xml"  # the health check refuses it as a note: as slurmd runs it, it exits 0
     proc = wirewise("doctor", "--health-check", "--junit", str(on_node), "--db", report_db)
     assert "--junit goes with doctor on the history" in proc.stderr and not on_node.exists()
