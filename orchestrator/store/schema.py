@@ -134,7 +134,7 @@ RESULTS = Table(
     Column("ended_at", WHEN, nullable=False, index=True),
     Column("versions", JSON, nullable=False),
     Column("env", JSON, nullable=False),
-    Column("transport_carried", String(128)),  # db/versions/0012
+    Column("transport_carried", String(128)),  # db/versions/0013
     Column("op", String(32), index=True),
     Column("bytes", BigInteger),
     Column("count", BigInteger),

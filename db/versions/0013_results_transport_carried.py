@@ -6,15 +6,15 @@ the compute side from each rank's NCCL_DEBUG_FILE and by `import nccl-tests` fro
 an observation, not part of the case (wirewise.case.NOT_CASE). Rows stored before did not read
 it: NULL, unknown.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0012'
-down_revision = '0011'
+revision = '0013'
+down_revision = '0012'
 branch_labels = None
 depends_on = None
 
