@@ -12,7 +12,7 @@ import typer
 from wirewise.orchestrator.cli import fleet_health
 from wirewise.orchestrator.cli.doctor import RulesOption
 from wirewise.orchestrator.cli.common import (
-    ConstraintOption, DbOption, JsonOption, NodelistOption, PartitionOption, command_group, console, print_json, scope_options,
+    ConstraintOption, DbOption, JsonOption, JunitOption, NodelistOption, PartitionOption, command_group, console, print_json, scope_options,
 )
 
 app = command_group(
@@ -37,6 +37,7 @@ def pairs(
     rules: RulesOption = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds each test may run before it counts as failed.")] = 300.0,
     name: Annotated[str | None, typer.Option("--name", help="The campaign that stores the tests [default: pairs-DATE-TIME].")] = None,
+    junit: JunitOption = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -65,6 +66,10 @@ def pairs(
             out.print(f"round {number}: {said}", markup=False, highlight=False)
 
     report = pair_tests(Store(db), scope, mode, test, tolerance, name, load_rules(rules), on_round=on_round)
+    if junit is not None:
+        from wirewise.orchestrator.report.junit import pair_cases, write_junit
+
+        write_junit(junit, f"wirewise fleet pairs {report['campaign']}", pair_cases(report))
     if json:
         print_json(report)
     else:

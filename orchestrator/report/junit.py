@@ -86,4 +86,28 @@ def campaign_cases(state, errors: dict[str, str]) -> list[Case]:
     return cases
 
 
-__all__ = ["Case", "FAILED", "PASSED", "SKIPPED", "campaign_cases", "doctor_cases", "junit_text", "write_junit"]
+def pair_cases(report: dict) -> list[Case]:
+    """A case per pair test of `fleet pairs` (its report): passed at or above the fleet's floor,
+    failed when slow or failed (with the verdict it led to: the bad node or link); a node left
+    out or never tested is a skipped case of its own."""
+    from wirewise.orchestrator.fleet.verdict import gbs_text
+
+    suite = report["campaign"]
+    floor = gbs_text(report["threshold_gbs"]) if report["threshold_gbs"] is not None else "no floor (nothing measured)"
+    cases = []
+    for pair in report["pairs"]:
+        name = "-".join(sorted(pair["nodes"]))
+        if pair["status"] == "ok":
+            cases.append(Case(suite, name, PASSED))
+            continue
+        said = pair.get("error") or f"{gbs_text(pair['busbw_gbs'])} below the floor {floor}"
+        blamed = [f"bad node {n}: best pair {gbs_text(report['evidence']['nodes'][n]['busbw_gbs'])}"
+                  for n in pair["nodes"] if n in report["bad_nodes"]]
+        blamed += [f"bad pair: {p['why']}" for p in report["evidence"]["pairs"] if sorted(p["nodes"]) == sorted(pair["nodes"])]
+        cases.append(Case(suite, name, FAILED, f"{pair['status']}: {said}", "\n".join([f"{pair['status']}: {said}", *blamed])))
+    cases += [Case(suite, node, SKIPPED, "not tested") for node in report["untested"]]
+    cases += [Case(suite, left["node"], SKIPPED, f"left out: {left['reason']}") for left in report["left_out"]]
+    return cases
+
+
+__all__ = ["Case", "FAILED", "PASSED", "SKIPPED", "campaign_cases", "doctor_cases", "junit_text", "pair_cases", "write_junit"]

@@ -129,7 +129,7 @@ def test_pair_tests_name_the_node_behind_a_slow_link(multinode, tmp_path, db_url
     multinode.exec("wwn2", *SLOW_LINK)
     try:
         proc = wirewise("fleet", "pairs", "--partition", multinode.partition, *PAIR_TEST, "--name", "pairs-slow",
-                        "--json", "--db", db_url)
+                        "--junit", str(tmp_path / "pairs.xml"), "--json", "--db", db_url)
     finally:
         multinode.exec("wwn2", "tc", "qdisc", "del", "dev", "eth0", "root")
     assert proc.returncode == 1, proc.stderr
@@ -139,6 +139,7 @@ def test_pair_tests_name_the_node_behind_a_slow_link(multinode, tmp_path, db_url
     evidence = verdict["evidence"]["nodes"]["wwn2"]
     assert evidence["ratio"] < 0.2 and sorted(p["with"] for p in evidence["pairs"]) == ["wwn1", "wwn3"]
     assert evidence["reference_gbs"] > 5 * evidence["busbw_gbs"]
+    _check_pairs_junit(tmp_path / "pairs.xml")
     status = wirewise_json("campaign", "status", "pairs-slow", "--db", db_url)
     assert status["counts"] == {"ok": 3} and set(status["nodes"]) == {"wwn1,wwn2", "wwn1,wwn3", "wwn2,wwn3"}
     assert json.loads((tmp_path / "runs" / "campaigns" / "pairs-slow" / "verdict.json").read_text())["bad_nodes"] == ["wwn2"]
@@ -152,6 +153,19 @@ def test_pair_tests_name_the_node_behind_a_slow_link(multinode, tmp_path, db_url
     assert ran["excluded"] == ["wwn2"]
     shown = subprocess.run(["scontrol", "show", "job", ran["job_id"]], capture_output=True, text=True).stdout
     assert "ExcNodeList=wwn2" in shown, shown
+
+
+def _check_pairs_junit(path) -> None:
+    """--junit read by junitparser as a CI job would: the two slow pairs of wwn2 failed, naming it."""
+    from junitparser import Failure, JUnitXml
+
+    [suite] = list(JUnitXml.fromfile(str(path)))
+    cases = {case.name: case for case in suite}
+    assert set(cases) == {"wwn1-wwn2", "wwn1-wwn3", "wwn2-wwn3"} and (suite.tests, suite.failures) == (3, 2)
+    assert cases["wwn1-wwn3"].is_passed and {case.classname for case in suite} == {"pairs-slow"}
+    for pair in ("wwn1-wwn2", "wwn2-wwn3"):
+        [failure] = cases[pair].result
+        assert isinstance(failure, Failure) and failure.message.startswith("slow: ") and "bad node wwn2" in failure.text
 
 
 def test_a_lost_node_leaves_its_task_missing_and_resume_runs_it_on_another(multinode, tmp_path, db_url):
