@@ -6,11 +6,13 @@
 Every rank calls record_job once, when training ends (a collective when torch.distributed is
 initialised: the ranks' figures are gathered). Rank 0 writes one result record with
 `source=job`, in the same record (wirewise.record) and the same atomic result file as the
-benchmarks (`result.json`, jobs.records.result_document), and stores it when a database is
-named (WIREWISE_DB, which `wirewise launch` sets, or `db=`): it runs `wirewise collect` on the
-file, the one path every result file takes into the store; where that fails (no database
-reachable from the compute node), the file stays for `wirewise collect PATH` later. The job
-never fails because its figures could not be stored.
+benchmarks (`result.json`, jobs.records.result_document), and stores it in the database every
+command would use: `db=`, else the setting db (wirewise.settings: WIREWISE_DB, which `wirewise
+launch` sets, the user's file, the site's file, the default in the user's data folder). It runs
+`wirewise collect` on the file, the one path every result file takes into the store; where that
+fails (no database reachable from the compute node, a configuration file it cannot read), the
+file stays for `wirewise collect PATH` later. The job never fails because its figures could not
+be stored.
 
 What the record says:
 - steady state: the steps after `warmup_steps`; step time is the slowest rank's mean (the ranks
@@ -41,7 +43,7 @@ from statistics import fmean
 from typing import Any
 
 from wirewise.configs import RAN_AS
-from wirewise.launch import DB_ENV, STRATEGY_ENV, LaunchFile, launch_dir, read_launch
+from wirewise.launch import STRATEGY_ENV, LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
 from wirewise.runs import RESULT_FILE, run_dir_name
 from wirewise.settings import DB_WAIT
@@ -102,7 +104,7 @@ def record_job(
         started_at=started_at, extra=extra,
     )
     path = write_result(folder, record, topo)
-    store_result(path, db or os.environ.get(DB_ENV))
+    store_result(path, db)
     return path
 
 
@@ -206,14 +208,13 @@ def write_result(folder: Path, record: ResultRecord, topo) -> Path:
 
 
 def store_result(path: Path, db: str | None) -> bool:
-    """`wirewise collect PATH --db DB` as a process; a warning (never an exception) when it fails."""
-    if not db:
-        _say(f"figures in {path}; store them with `wirewise collect {path}`")
-        return False
+    """`wirewise collect PATH [--db DB]` as a process: without `db`, collect resolves the setting
+    db as every command does (the same environment, the same files). A warning, never an
+    exception, when it fails (a configuration file it cannot read included)."""
     env = {**os.environ, DB_WAIT.name: STORE_DB_WAIT_S}
     try:
         proc = subprocess.run(
-            [sys.executable, "-P", "-m", "wirewise.orchestrator", "collect", str(path), "--db", db],
+            [sys.executable, "-P", "-m", "wirewise.orchestrator", "collect", str(path), *(["--db", db] if db else [])],
             capture_output=True, text=True, timeout=STORE_TIMEOUT_S, env=env,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:

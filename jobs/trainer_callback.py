@@ -23,7 +23,7 @@ class WirewiseCallback(TrainerCallback):
 
     `model`: the name results are stored under (default: the one `wirewise launch --model`
     gave); `seq_len`: tokens per sample, where the Trainer does not count tokens itself;
-    `warmup_steps`: steps left out at the start; `db`: where to store (default: WIREWISE_DB)."""
+    `warmup_steps`: steps left out at the start; `db`: where to store (default: the setting db, as every command resolves it)."""
 
     def __init__(self, model: str | None = None, seq_len: int | None = None,
                  warmup_steps: int = DEFAULT_WARMUP_STEPS, db: str | None = None) -> None:

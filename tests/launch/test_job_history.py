@@ -10,6 +10,7 @@ loop runs for real, on the CPU."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -121,6 +122,46 @@ print(kept, stored)
     assert [row["count"] for row in listed if row["status"] == "ok"] == [1]
     assert wirewise_json("collect", str(tmp_path / "loop"), "--db", db_url)["new_records"] == 1  # the one left behind
     assert not run_wirewise("results", "--source", "job", "--db", db_url).stdout.count("tiny-mistral")  # CPU: not by default
+
+
+def test_a_job_stores_where_the_settings_say_as_every_command_does(tmp_path):
+    """No db= and no WIREWISE_DB: the job's figures go to the database of the configuration
+    files (the site's, then the user's over it), and with no file to the default one in the
+    user's data folder: where `wirewise results` reads with the same settings. A configuration
+    file that cannot be read leaves the file and a warning; the job still ends 0."""
+    site, user, data = tmp_path / "site.toml", tmp_path / "config" / "wirewise" / "config.toml", tmp_path / "data"
+    user.parent.mkdir(parents=True)
+    code = f"""
+import os
+from pathlib import Path
+from wirewise.jobs.history import record_job
+def job(name):
+    print(record_job([0.1] * 4, tokens_per_step=64, samples_per_step=4, model="tiny-mistral", strategy="ddp",
+                     run_dir={str(tmp_path)!r} + "/" + name))
+job("default")
+Path({str(site)!r}).write_text('db = "sqlite:///site.db"\\n')
+job("site")
+Path({str(user)!r}).write_text('db = "sqlite:///user.db"\\n')
+job("user")
+Path({str(user)!r}).write_text('db = 3\\n')
+job("unreadable")
+"""
+    env = {**no_slurm(), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_DATA_HOME": str(data), "WIREWISE_SITE_CONFIG": str(site)}
+    env.pop("WIREWISE_DB", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("wirewise: job figures stored: 1 result file(s) (ok 1): 1 new record(s)") == 3, proc.stderr
+    unreadable = tmp_path / "unreadable" / "result.json"
+    assert f"warning: could not store {unreadable} (wirewise: error: {user}: db: 3: give a URL" in proc.stderr
+    assert f"later: wirewise collect {unreadable}" in proc.stderr
+    for where, database in (("default", data / "wirewise" / "wirewise.db"), ("site", tmp_path / "site.db"), ("user", user.parent / "user.db")):
+        listed = wirewise_json("results", "--source", "job", "--include-cpu", "--db", f"sqlite:///{database}")
+        assert [row["count"] for row in listed if row["status"] == "ok"] == [1], where
+    user.unlink()
+    env["PATH"] = os.environ["PATH"]
+    shown = run_wirewise("results", "--source", "job", "--include-cpu", "--json", env={**env, "WIREWISE_DB": None}, cwd=tmp_path)
+    assert [row["count"] for row in json.loads(shown.stdout)] == [1], shown.stderr  # the site's file, as the job read it
 
 
 @pytest.mark.parametrize("named, ran, recorded, noted", [
