@@ -59,3 +59,9 @@ def gb_bytes(gb: float) -> int:
 def in_gb(nbytes: float, digits: int = 2) -> float:
     """Bytes of memory in GB, rounded to `digits`."""
     return round(nbytes / GB, digits)
+
+
+def gbs_text(value: float | None) -> str:
+    """A pair test's busbw (or the fleet's figure) as the verdict's readers print it: three
+    digits, or "failed" for a test that measured nothing (None)."""
+    return "failed" if value is None else f"{value:.3g} GB/s"

@@ -45,7 +45,7 @@ def pairs(
     Each bad node gets a pair-below-fleet finding (`wirewise fleet status`), which `fleet drain` acts on."""
     from wirewise.errors import UserError
     from wirewise.orchestrator.fleet.pairs import PairTest
-    from wirewise.orchestrator.fleet.verdict import gbs_text
+    from wirewise.units import gbs_text
     from wirewise.orchestrator.health.pairs import pair_tests
     from wirewise.orchestrator.health.rules import load_rules
     from wirewise.orchestrator.store import Store
@@ -79,7 +79,7 @@ def pairs(
 
 
 def print_verdict(report: dict) -> None:
-    from wirewise.orchestrator.fleet.verdict import gbs_text
+    from wirewise.units import gbs_text
     from wirewise.units import human_bytes
 
     out = console()

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from wirewise.orchestrator.fleet.verdict import Measure, gbs_text, judge
+from wirewise.orchestrator.fleet.verdict import Measure, judge
+from wirewise.units import gbs_text
 from wirewise.orchestrator.placement.nodes import Measured
 
 

@@ -49,12 +49,6 @@ class Measure:
         return frozenset(self.nodes)
 
 
-def gbs_text(value: float | None) -> str:
-    """A pair test's busbw (or the fleet's figure) as the verdict's readers print it: three
-    digits, or "failed" for a test that measured nothing (None)."""
-    return "failed" if value is None else f"{value:.3g} GB/s"
-
-
 @dataclass
 class Verdict:
     reference_gbs: float | None  # the fleet's median for the size (over nodes, each node's best pair)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wirewise.orchestrator.fleet.verdict import gbs_text
+from wirewise.units import gbs_text
 from wirewise.orchestrator.health.findings import Finding, percent
 from wirewise.orchestrator.health.rules import Rules
 

@@ -1,6 +1,6 @@
-"""JUnit XML for CI pipelines that gate maintenance on wirewise (`doctor` and `campaign status`
-with `--junit FILE`): one test suite, a test case per thing judged (a rule on a
-node, a campaign task), failed with its evidence as the message and body, skipped where
+"""JUnit XML for CI pipelines that gate maintenance on wirewise (`doctor`, `campaign status` and
+`fleet pairs` with `--junit FILE`): one test suite, a test case per thing judged (a rule on a
+node, a campaign task, a pair of nodes), failed with its evidence as the message and body, skipped where
 nothing was run or judged. The schema is the one JUnit readers share (Jenkins, GitLab, ReFrame's
 --report-junit): testsuites > testsuite(name, tests, failures, skipped) > testcase(classname,
 name) with an optional failure or skipped child. xml.etree escapes the text; the file is written
@@ -90,7 +90,7 @@ def pair_cases(report: dict) -> list[Case]:
     """A case per pair test of `fleet pairs` (its report): passed at or above the fleet's floor,
     failed when slow or failed (with the verdict it led to: the bad node or link); a node left
     out or never tested is a skipped case of its own."""
-    from wirewise.orchestrator.fleet.verdict import gbs_text
+    from wirewise.units import gbs_text
 
     suite = report["campaign"]
     floor = gbs_text(report["threshold_gbs"]) if report["threshold_gbs"] is not None else "no floor (nothing measured)"
