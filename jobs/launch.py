@@ -48,6 +48,7 @@ FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write
 POLL_S = 0.1
 
 ProgressFn = Callable[[int, int, str], None]
+RowFn = Callable[[dict[str, Any]], None]  # a row rank 0 has just measured, as its workload returns it
 
 
 class StopRequests:
@@ -204,13 +205,14 @@ class RankGroup:
 
 
 class ProgressReader:
-    """Follows rank 0's progress.jsonl and forwards new events."""
+    """Follows rank 0's progress.jsonl and forwards new events: each to `on_progress`, the row
+    an event carries (a sweep's size just measured) to `on_row`."""
 
-    def __init__(self, path: Path, on_progress: ProgressFn | None) -> None:
-        self.path, self.on_progress, self.offset = path, on_progress, 0
+    def __init__(self, path: Path, on_progress: ProgressFn | None, on_row: RowFn | None = None) -> None:
+        self.path, self.on_progress, self.on_row, self.offset = path, on_progress, on_row, 0
 
     def poll(self) -> None:
-        if self.on_progress is None or not self.path.exists():
+        if (self.on_progress is None and self.on_row is None) or not self.path.exists():
             return
         with open(self.path) as fh:
             fh.seek(self.offset)
@@ -219,7 +221,10 @@ class ProgressReader:
                     break  # half-written line: read it next time
                 self.offset += len(line)
                 event = json.loads(line)
-                self.on_progress(event["done"], event["total"], event.get("label", ""))
+                if self.on_progress is not None:
+                    self.on_progress(event["done"], event["total"], event.get("label", ""))
+                if self.on_row is not None and "row" in event:
+                    self.on_row(event["row"])
 
 
 def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, stop: StopRequests,
@@ -366,9 +371,11 @@ def _ended_with(rank: str, code: int) -> str:
     return f"{rank} ended with {f'signal {-code}' if code < 0 else f'exit code {code}'}"
 
 
-def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None = None) -> Path:
+def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None = None,
+             on_row: RowFn | None = None) -> Path:
     """Run this node's share of the task. Returns the file that says how it ended ("status"):
-    the task's result file on node 0 (and on a single node), this node's own report elsewhere."""
+    the task's result file on node 0 (and on a single node), this node's own report elsewhere.
+    `on_row` gets each row as rank 0 measures it (the result file has them all at the end)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with StopRequests() as stop:  # from the start: a Ctrl-C at any point still leaves a result file
@@ -385,7 +392,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         if peers is not None:
             peers.describe(node=node, fingerprint=fingerprint)
         group = RankGroup(spec, layout, run_dir)
-        how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress), stop, peers)
+        how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress, on_row), stop, peers)
         ended = Ended.of_group(how, group, run_dir)
         nodes, wirings = [(node, fingerprint)], []
         if peers is not None:

@@ -39,9 +39,11 @@ class RankContext:
     def backend(self) -> str:
         return self.spec.backend
 
-    def progress(self, done: int, total: int, label: str = "") -> None:
-        """Rank 0 appends a progress event; the supervisor turns them into a progress bar."""
+    def progress(self, done: int, total: int, label: str = "", row: dict[str, Any] | None = None) -> None:
+        """Rank 0 appends a progress event, with the row it has just measured where there is one;
+        the supervisor turns them into a progress bar and rows printed as they come."""
         if not self.is_main:
             return
+        event = {"done": done, "total": total, "label": label, **({"row": row} if row is not None else {})}
         with open(self.run_dir / "progress.jsonl", "a") as fh:
-            fh.write(json.dumps({"done": done, "total": total, "label": label}) + "\n")
+            fh.write(json.dumps(event) + "\n")

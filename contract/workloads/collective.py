@@ -118,3 +118,8 @@ class CollectiveParams(BaseModel):
         hooks = {"corrupt_rank", "oom_rank"}
         params = self.model_dump(mode="json", exclude={h for h in hooks if getattr(self, h) is None})
         return make_task("collective", params, ranks, dict(TRANSPORT_ENV[self.transport]), **task)
+
+
+def sweep_average(busbw_gbs: list[float]) -> float:
+    """nccl-tests' closing 'Avg bus bandwidth' of an op: the mean busbw over its sizes and forms."""
+    return sum(busbw_gbs) / len(busbw_gbs)

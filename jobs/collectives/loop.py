@@ -30,7 +30,7 @@ import torch.distributed as dist
 from wirewise.jobs.collectives.data import Values
 from wirewise.jobs.collectives.ops import OPS, Collective, Geometry
 from wirewise.units import human_bytes
-from wirewise.workloads.collective import CollectiveParams
+from wirewise.workloads.collective import CollectiveParams, sweep_average
 from wirewise.jobs.rank import RankContext
 
 
@@ -45,8 +45,10 @@ def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:
     rows = []
     for step, (op, geometry, in_place) in enumerate(plan):
         form = "in place" if in_place else "out of place"
-        ctx.progress(step, len(plan), f"{op.name} {human_bytes(geometry.nbytes)} {form}")
+        label = f"{op.name} {human_bytes(geometry.nbytes)} {form}"
+        ctx.progress(step, len(plan), label)
         rows.append(_measure(op, geometry, in_place, p, ctx, values))
+        ctx.progress(step + 1, len(plan), label, row=rows[-1])  # printed as measured, as nccl-tests prints its rows
     ctx.progress(len(plan), len(plan), "done")
     if not ctx.is_main:
         return []
@@ -181,6 +183,6 @@ def add_sweep_averages(rows: list[dict]) -> None:
     for row in rows:
         by_op.setdefault(row["op"], []).append(row)
     for op_rows in by_op.values():
-        average = sum(r["busbw_gbs"] for r in op_rows) / len(op_rows)
+        average = sweep_average([r["busbw_gbs"] for r in op_rows])
         for row in op_rows:
             row["extra"]["avg_busbw_gbs"] = average

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, end_run, print_json, warn
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, end_run, print_json, print_lines, warn
 
 
 def collectives(
@@ -37,8 +37,9 @@ def collectives(
     from pydantic import ValidationError
 
     from wirewise.errors import first_error
-    from wirewise.orchestrator.report.collectives import format_report, json_row
+    from wirewise.orchestrator.report.collectives import SweepLines, json_row, report_heading
     from wirewise.orchestrator.run.here import run_and_record, run_ending
+    from wirewise.orchestrator.run.sweep_time import cpu_sweep_estimate
     from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks, cpu_rank_warnings
     from wirewise.workloads.collective import CollectiveParams, transport_note
 
@@ -56,12 +57,17 @@ def collectives(
     if note:
         sys.stderr.write(f"wirewise: note: {note}\n")
 
-    records, result_file = run_and_record(spec, db, label="collectives", quiet=json)
+    estimate = cpu_sweep_estimate(params, spec)
+    if estimate and not json:
+        sys.stderr.write(f"wirewise: note: {estimate}\n")
+    table = SweepLines()
+    records, result_file = run_and_record(spec, db, label="collectives", quiet=json,
+                                          on_row=None if json else lambda row: print_lines(table.row(row)))
     ok = [json_row(r) for r in records if r.status == "ok"]
     if json:
         print_json([json_row(r) for r in records])
     elif ok:
-        typer.echo("\n".join(format_report(ok)))
+        print_lines([*table.end(), *report_heading(ok[0])])
     end_run(*run_ending("collectives", records, result_file, db))
 
 

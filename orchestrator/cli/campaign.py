@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from wirewise.orchestrator.cli.common import (
-    DbOption, JsonOption, JunitOption, command_group, console, err_console, print_json, print_tables, survey_progress,
+    DbOption, JsonOption, JunitOption, command_group, console, err_console, print_json, print_lines, print_tables,
+    survey_progress,
 )
 
 app = command_group(
@@ -277,10 +278,19 @@ def _watch(store, name, state, interval: float, quiet: bool):
 
 @contextmanager
 def _task_progress(total: int | None, quiet: bool):
-    """A progress bar over tasks run here (local executor); yields the per-task callback."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """A progress bar over tasks run here (local executor) and a line per task as it ends, in
+    a terminal and in a pipe; yields the per-task callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("[bold]tasks"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                  TimeElapsedColumn(), disable=quiet, transient=True) as progress:
+    from wirewise.orchestrator.run.here import progress_bar
+
+    with progress_bar(TextColumn("[bold]tasks"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                      TimeElapsedColumn(), quiet=quiet) as progress:
         bar = progress.add_task("tasks", total=total, last="")
-        yield lambda task_id, status: progress.update(bar, advance=1, last=f"{task_id} {status}")
+
+        def on_task(task_id: str, status: str) -> None:
+            progress.update(bar, advance=1, last=f"{task_id} {status}")
+            if not quiet:
+                print_lines([f"task {task_id}: {status}"])
+
+        yield on_task

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from wirewise.workloads.collective import sweep_average
+
 
 def json_row(record) -> dict[str, Any]:
     """One row for scripts: the nccl-tests columns plus where and how it ran."""
@@ -41,35 +43,54 @@ def json_row(record) -> dict[str, Any]:
     }
 
 
-# nccl-tests' own column layout (src/common.cu), one block per op.
-_HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
+# nccl-tests' columns and units, one line per size and form (nccl-tests prints the two forms
+# side by side, 120 columns; here `place` says which), within 80 columns.
+_HEAD = "# {:>10} {:>10} {:>8} {:>5} {:>4} {:>5} {:>7} {:>7} {:>7} {:>6}"
+_HEADINGS = (_HEAD.format("size", "count", "type", "redop", "root", "place", "time", "algbw", "busbw", "#wrong"),
+             _HEAD.format("(B)", "(elements)", "", "", "", "", "(us)", "(GB/s)", "(GB/s)", "").rstrip())
+
+
+class SweepLines:
+    """The table of a sweep, a row at a time as rank 0 measures it (nccl-tests prints each row
+    as it is measured): a block per op, its headings when its first row comes, its 'Avg bus
+    bandwidth' (over both forms, as nccl-tests averages them) once its last row is in: when the
+    next op begins, or at end()."""
+
+    def __init__(self) -> None:
+        self.op: str | None = None
+        self.busbw: list[float] = []
+
+    def row(self, row: dict[str, Any]) -> list[str]:
+        """The lines a row adds; `row` as json_row gives it or as the rank measured it (redop
+        and root under extra)."""
+        row = {**row.get("extra", {}), **row}
+        lines = []
+        if row["op"] != self.op:
+            lines += self.end()
+            self.op = row["op"]
+            lines += [f"# {row['op']}", *_HEADINGS]
+        self.busbw.append(row["busbw_gbs"])
+        return [*lines, _table_line(row)]
+
+    def end(self) -> list[str]:
+        if not self.busbw:
+            return []
+        average, self.busbw = sweep_average(self.busbw), []
+        return [f"# Avg bus bandwidth    : {average:g}", "#"]
 
 
 def format_table(rows: list[dict[str, Any]]) -> list[str]:
-    """JSON rows (json_row) as nccl-tests prints them: a block per op and form (out of place,
-    in place), then the op's 'Avg bus bandwidth' (the sweep's own over both forms, as
-    nccl-tests averages them; avg_busbw_gbs on every row)."""
-    lines: list[str] = []
-    blocks = dict.fromkeys((row["op"], row["in_place"]) for row in rows)
-    last_of_op = {op: (op, in_place) for op, in_place in blocks}
-    for op, in_place in blocks:
-        block = [row for row in rows if (row["op"], row["in_place"]) == (op, in_place)]
-        lines += [
-            f"# {op} ({'in place' if in_place else 'out of place'})",
-            _HEAD.format("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"),
-            _HEAD.format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""),
-        ]
-        lines += [_table_line(row) for row in block]
-        if last_of_op[op] == (op, in_place):
-            lines += [f"# Avg bus bandwidth    : {block[0]['avg_busbw_gbs']:g}", "#"]
-    return lines
+    """JSON rows (json_row) in the order they were measured, as SweepLines prints them."""
+    table = SweepLines()
+    return [line for row in rows for line in table.row(row)] + table.end()
 
 
 def _table_line(row: dict[str, Any]) -> str:
     wrong = "N/A" if row["wrong"] is None else str(row["wrong"])
     return (
-        f"{row['bytes']:12d}  {row['count']:12d}  {row['dtype']:>8}  {row['redop']:>6}  {row['root']:6d}"
-        f"  {_time_text(row['time_us']):>7}  {row['algbw_gbs']:6.2f}  {row['busbw_gbs']:6.2f}  {wrong:>6}"
+        f"  {row['bytes']:10d} {row['count']:10d} {row['dtype']:>8} {row['redop']:>5} {row['root']:4d}"
+        f" {'in' if row['in_place'] else 'out':>5} {_time_text(row['time_us']):>7} {row['algbw_gbs']:7.2f}"
+        f" {row['busbw_gbs']:7.2f} {wrong:>6}"
     )
 
 
@@ -83,16 +104,19 @@ def _time_text(us: float) -> str:
 
 
 def format_report(rows: list[dict[str, Any]]) -> list[str]:
-    """A heading that says where and how the sweep ran, then format_table."""
-    first = rows[0]
+    """format_table, then where and how the sweep ran (report_heading)."""
+    return [*format_table(rows), *report_heading(rows[0])]
+
+
+def report_heading(first: dict[str, Any]) -> list[str]:
+    """Where and how a sweep ran, from its first row; known once the sweep is stored, so it
+    follows the rows printed as they were measured."""
     gpus = ",".join(map(str, first["gpus"])) if first["gpus"] else "none"
     fingerprint = first["fingerprint"][:12] if first["fingerprint"] else "none"
     return [
-        f"# wirewise collectives: {first['ranks']} rank(s), backend {first['backend']} on {first['device']}, GPUs {gpus}, "
-        f"transport {first['transport']}, node {first['node']}, timing {_timing(first)}",
+        f"# wirewise collectives: {first['ranks']} rank(s), backend {first['backend']} on {first['device']}, GPUs {gpus}",
+        f"# node {first['node']}, transport {first['transport']}, timing {_timing(first)}",
         f"# fabric {first['fabric'] or 'unknown'}, fingerprint {fingerprint}, task {first['task_id']}",
-        "#",
-        *format_table(rows),
     ]
 
 

@@ -12,33 +12,39 @@ from pathlib import Path
 from wirewise.orchestrator.run.folders import new_run_dir
 
 
-def run_here(spec, label: str, quiet: bool = False, run_dir: Path | None = None) -> Path:
+def run_here(spec, label: str, quiet: bool = False, run_dir: Path | None = None, on_row=None) -> Path:
     """Run `spec` (a wirewise.task.TaskSpec) here, in `run_dir` (default: a new one); returns
-    the path of its result file."""
+    the path of its result file. `on_row` gets each row as it is measured (run_task); what it
+    prints to stdout shows above the bar on a terminal (rich redirects it there), and goes
+    straight through to a pipe, where the bar shows nothing."""
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
     from wirewise.jobs.launch import run_task
 
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[step]}"),
-        TimeElapsedColumn(),
-        transient=True,
-        disable=quiet,
-    ) as bar:
+    with progress_bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[step]}"), TimeElapsedColumn(), quiet=quiet) as bar:
         # The label holds user strings (a --model path) and the columns render markup: escaped.
         task = bar.add_task(escape(label), total=None, step="starting ranks")
 
         def on_progress(done: int, total: int, step: str) -> None:
             bar.update(task, completed=done, total=total, step=escape(step))
 
-        return run_task(spec, run_dir or new_run_dir(spec.task_id), on_progress=on_progress)
+        return run_task(spec, run_dir or new_run_dir(spec.task_id), on_progress=on_progress, on_row=on_row)
 
 
-def run_and_record(spec, db: str | None, label: str, quiet: bool = False):
+def progress_bar(*columns, quiet: bool):
+    """A transient rich progress bar on stdout, on a terminal only: what is printed meanwhile
+    shows above it; a pipe gets that output alone (rich would hold the bar back and end it with
+    a blank line)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    out = Console()
+    return Progress(*columns, transient=True, console=out, disable=quiet or not out.is_terminal)
+
+
+def run_and_record(spec, db: str | None, label: str, quiet: bool = False, on_row=None):
     """Open the store (before spending minutes on the run), run `spec` here, store its records
     and its task; returns (records, result file). A database that stays busy loses nothing: the
     error names the result file and `wirewise collect` stores it later."""
@@ -48,7 +54,7 @@ def run_and_record(spec, db: str | None, label: str, quiet: bool = False):
 
     run_dir = new_run_dir(spec.task_id)  # a bad WIREWISE_RUNS is an error before the database is touched
     store = Store(db)
-    result_file = run_here(spec, label, quiet, run_dir)
+    result_file = run_here(spec, label, quiet, run_dir, on_row)
     records, _new = ingest_patiently(store, result_file)
     record_task(store, spec, records[0].status if records else "failed")
     return records, result_file

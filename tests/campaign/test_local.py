@@ -127,3 +127,31 @@ def test_bench_runs_record_their_task(tmp_path, db_url):
     tasks = sqlite3.connect(db_url.removeprefix("sqlite:///")).execute(
         "SELECT key, campaign_id, status, attempts, workload FROM tasks").fetchall()
     assert tasks == [(first[0]["task_id"], None, "ok", 2, "collective")]
+
+
+def test_a_local_campaign_says_each_task_as_it_ends_into_a_pipe(tmp_path, db_url):
+    """Issue 31: output people can pipe. Run here with stdout a pipe, each task's outcome is a
+    line the moment it ends: the first is read while the second task still runs; the summary
+    comes last."""
+    import os
+    import subprocess
+
+    from tests.conftest import WIREWISE
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "piped", "workloads": [{"collectives": {**SWEEP, "check": False}}],
+                                    "axes": {"gpus": [2], "repeats": 2}, "target": {"executor": "local", "timeout_s": 300}}))
+    env = {**os.environ, "WIREWISE_RUNS": str(tmp_path / "runs"), "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen([WIREWISE, "campaign", "submit", str(spec), "--executor", "local", "--db", db_url],
+                            env=env, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = proc.stdout.readline()
+        still_running = proc.poll() is None
+        rest, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert first.startswith("task ") and first.endswith(": ok\n") and still_running, (first, still_running)
+    lines = rest.splitlines()
+    assert lines[0].startswith("task ") and lines[0].endswith(": ok") and lines[0] != first.strip()
+    assert lines[1].startswith("campaign piped: ran 2 task(s) here (ok 2)") and len(lines) == 2, rest

@@ -85,7 +85,7 @@ def test_cpu_ranks_never_pass_as_gpu_measurements(tmp_path, db_url):
     assert "warning: no GPU is visible here: --gpus 0,1 runs 2 CPU rank(s), recorded without GPU indices" in proc.stderr
     assert "warning: the ranks run on CPU: --topology-file describes GPUs they do not use" in proc.stderr
     lines = proc.stdout.splitlines()
-    assert any(line.split() == ["#", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"] for line in lines)
+    assert any(line.split() == ["#", "size", "count", "type", "redop", "root", "place", "time", "algbw", "busbw", "#wrong"] for line in lines)
     assert sum(line.startswith("# Avg bus bandwidth") for line in lines) == 2
     assert any(line.split()[:5] == ["65536", "16384", "float32", "sum", "-1"] and line.split()[-1] == "N/A" for line in lines)
 
@@ -171,3 +171,33 @@ def test_a_gpu_index_past_any_gpu_on_gloo_is_a_cpu_rank(tmp_path, db_url):
         "--iters", "1", "--warmup", "0", "--db", db_url, env={"WIREWISE_RUNS": str(tmp_path / "runs")},
     )
     assert rows and {(tuple(r["gpus"]), r["device"], r["ranks"], r["fingerprint"]) for r in rows} == {((), "cpu", 1, None)}
+
+
+def test_rows_reach_a_pipe_as_they_are_measured_after_a_one_line_estimate(tmp_path, db_url):
+    """Issue 31: piped to a file or `tee`, a sweep printed nothing until its end. Here stdout is
+    a pipe (no terminal): the first row, 1K, is read while the sweep goes on to 512M (a minute
+    of CPU all_reduce), after the estimate on stderr; Ctrl-C then stops it (exit 130)."""
+    import signal
+    import subprocess
+
+    from tests.conftest import WIREWISE
+
+    env = {**__import__("os").environ, "WIREWISE_RUNS": str(tmp_path / "runs")}
+    proc = subprocess.Popen([WIREWISE, "bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce",
+                             "-b", "1K", "-e", "512M", "--db", db_url], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        head = [proc.stdout.readline() for _ in range(4)]
+        still_running = proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert head[:3] == ["# all_reduce\n", *[line for line in head[1:3] if line.startswith("#   ")]], head
+    assert head[3].split()[:6] == ["1024", "256", "float32", "sum", "-1", "in"], head
+    assert still_running, "the first row came only once the sweep had ended"
+    note = [line for line in err.splitlines() if line.startswith("wirewise: note: ")]
+    assert note == ["wirewise: note: 20 sizes from 1K to 512M, 1 op(s), on 2 CPU ranks: roughly 58 s (the default "
+                    "1M-1G sweep on 2 CPU ranks ran 5 min 45 s on a 2-core machine); -e sets a smaller largest size"], err
+    assert proc.returncode == 130, err
+    assert not any(line.split()[:1] == ["1024"] for line in rest.splitlines())  # each row printed once
