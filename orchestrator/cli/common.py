@@ -32,6 +32,14 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json_text(obj, indent=2) + "\n")
 
 
+def print_lines(lines: list[str]) -> None:
+    """Lines on stdout at once, flushed: a pipe or `tee` gets each row as it is measured, not
+    when Python's block buffer fills at the end."""
+    if lines:
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        sys.stdout.flush()
+
+
 def warn(lines: list[str]) -> None:
     for line in lines:
         sys.stderr.write(f"wirewise: warning: {line}\n")
@@ -53,11 +61,14 @@ def console():
 
 
 def print_tables(tables) -> None:
-    """Rich tables on stdout; piped to a file or another program, as wide as they need (rich
-    would cut cells at 80 columns there), on a terminal its width."""
+    """Rich tables on stdout: on a terminal its width; piped to a file or another program,
+    COLUMNS where it is set (as ls and git honour it), else as wide as they need (rich would
+    cut cells at 80 columns there)."""
+    import os
+
     out = console()
     for table in tables:
-        if not out.is_terminal:
+        if not out.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
             out.width = 10_000  # measure unconstrained, then print at the table's own width
             out.width = max(80, out.measure(table).maximum)
         out.print(table)

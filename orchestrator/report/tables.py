@@ -25,12 +25,14 @@ def _bandwidth(gbs: float) -> str:
     return f"{gbs:.2f}" if gbs >= 1 else f"{gbs:.3g}"
 
 
-SHAPE = ("ranks", "node_count", "ranks_per_node")  # shown as one column: nodes x GPUs per node
+SHAPE = ("ranks", "node_count", "ranks_per_node")
+WHOLE = ("model", "strategy", "op", "status", "n")  # names never cut or wrapped in a narrow table: other cells wrap instead  # shown as one column: nodes x GPUs per node
 
 
 def results_tables(rows: list[dict[str, Any]]) -> list:
     """One table per workload; a key field with one value in every row goes into the title. A
     run's ranks, nodes and ranks per node are one column, 'nodes x GPUs per node' (1 x 4, 2 x 2)."""
+    from rich import box
     from rich.table import Table
 
     tables = []
@@ -41,11 +43,13 @@ def results_tables(rows: list[dict[str, Any]]) -> list:
         varying = [name for name in keys if name not in same]
         metrics = [m for m in METRICS[workload] if m in _SHOWN]
         common = ", ".join(f"{_heading(name)} {cell_text(name, _cell(mine[0], name))}" for name in same)
-        table = Table(title=f"{workload}: {sum(r['count'] for r in mine)} results" + (f"; {common}" if common else ""))
+        table = Table(title=f"{workload}: {sum(r['count'] for r in mine)} results" + (f"; {common}" if common else ""),
+                      title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 0))
         for name in [*varying, "status", "n"]:
-            table.add_column(_heading(name), justify="right" if name in ("bytes", "shape", "n") else "left")
+            table.add_column(_heading(name), justify="right" if name in ("bytes", "shape", "n") else "left",
+                             no_wrap=name in WHOLE, overflow="fold")
         for metric in metrics:
-            table.add_column(_SHOWN[metric][0], justify="right")
+            table.add_column(_SHOWN[metric][0], justify="right", overflow="fold")
         for row in mine:
             cells = [cell_text(name, _cell(row, name)) for name in varying] + [cell_text("status", row["status"]), str(row["count"])]
             table.add_row(*cells, *(metric_text(row, m) for m in metrics))
@@ -108,15 +112,16 @@ def _shape_text(ranks: int | None, nodes: int | None, per_node: int | None) -> s
 
 
 def metric_text(row: dict[str, Any], metric: str) -> str:
-    """'median [min-max] ±spread%', or '-' where the row has no figure (not ok, or not measured)."""
+    """'median ±spread%' over '[min-max]', or '-' where the row has no figure (not ok, or not measured)."""
     if f"{metric}_median" not in row:
         return "-"
     fmt = _SHOWN[metric][1]
     text = fmt(row[f"{metric}_median"])
     if row[f"{metric}_count"] > 1:
         spread = row[f"{metric}_spread"]
-        text += f" [{fmt(row[f'{metric}_min'])}-{fmt(row[f'{metric}_max'])}]"
         text += f" ±{spread / 2:.0%}" if spread is not None else ""
+        # the range on a line of its own: a narrow table wraps it whole, not mid-figure
+        text += f"\n[{fmt(row[f'{metric}_min'])}-{fmt(row[f'{metric}_max'])}]"
     return text
 
 

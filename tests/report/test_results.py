@@ -171,3 +171,34 @@ def test_results_and_the_reports_facts_count_the_gpus_of_an_unknown_gpu_count_al
     pooled = {(row["ranks"], row["count"]) for row in results(url, "--bytes", "1G", "--group-by", "ranks,in_place")
               if not row["in_place"]}
     assert judged == pooled == {(8, 2)}  # a baseline is the node type's: both nodes' results, 8 ranks each
+
+
+def test_an_80_column_table_holds_every_model_name_whole(tmp_path, db_url):
+    """Issue 31: at 80 columns `results` cut model names to 'tiny-...' and headers to 'strat...',
+    and piped output ignored COLUMNS (156 wide). Jobs' records of three models (built by the
+    job recorder's own code, as tests/launch/test_job_history.py does: no GPU here), stored by
+    collect; `results` piped with COLUMNS=80 keeps within 80 columns, every model name and
+    heading whole, each aggregated figure's median on its row and its range below it."""
+    from wirewise.jobs.history import RankFigures, job_record, write_result
+
+    models = [("tiny-dinov2", "ddp", 9000), ("mistral-1b", "fsdp", 21000), ("mistral-7b", "zero3", 4000),
+              ("mistral-7b", "zero3", 4100), ("mistral-7b", "ddp", 3900)]
+    for n, (model, strategy, tokens_per_s) in enumerate(models):
+        step = 2 * 2048 / tokens_per_s
+        ranks = [RankFigures([step, step * 1.01, step * 0.99, step], 2048, 1, int(50e9), "cuda", "nvl1", [g]) for g in (0, 1)]
+        record, topo = job_record(ranks, None, model=model, strategy=strategy, micro_batch=1, seq_len=2048)
+        write_result(tmp_path / "jobs" / str(n), record, topo)
+    wirewise("collect", str(tmp_path / "jobs"), "--db", db_url, check=True)
+
+    table = wirewise("results", "--source", "job", "--include-cpu", "--db", db_url, env={"COLUMNS": "80"}, check=True).stdout
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= 80, table
+    named = {line.split()[0] for line in lines if line.split()[:1] in (["tiny-dinov2"], ["mistral-1b"], ["mistral-7b"])}
+    assert named == {"tiny-dinov2", "mistral-1b", "mistral-7b"}, table
+    [heading] = [line for line in lines if line.startswith("model ")]
+    assert heading.split()[:4] == ["model", "strategy", "status", "n"] and "tokens/s" in heading, table
+    [aggregated] = [line for line in lines if line.split()[:2] == ["mistral-7b", "zero3"]]
+    assert "4,050 ±1%" in aggregated and "[4,000-4,100]" in lines[lines.index(aggregated) + 1], table
+
+    narrow = wirewise("results", "--source", "job", "--include-cpu", "--db", db_url, env={"COLUMNS": "60"}, check=True).stdout
+    assert max(map(len, narrow.splitlines())) <= 60 and "tiny-dinov2" in narrow.split(), narrow  # COLUMNS honoured in a pipe
