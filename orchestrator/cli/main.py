@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 
 from wirewise import __version__
-from wirewise.orchestrator.cli import baseline, bench, campaign, collect, config, db, doctor, estimate, fleet, importer, launch, place, results, rules, topo
+from wirewise.orchestrator.cli import (
+    baseline, bench, campaign, collect, completion, config, db, doctor, estimate, fleet, importer, launch, place, results, rules, topo,
+)
 from wirewise.orchestrator.cli import run as run_command
 from wirewise.orchestrator.cli.common import command_group
 
@@ -34,6 +36,7 @@ app.command()(doctor.doctor)
 app.add_typer(baseline.app, name="baseline")
 app.add_typer(rules.app, name="rules")
 app.add_typer(config.app, name="config")
+app.command()(completion.completion)
 
 
 def _version(value: bool) -> None:
@@ -66,6 +69,7 @@ def run() -> None:
     from wirewise.orchestrator.health.stops import Stopped as stopped
 
     _tune_collector()
+    completion.answering_completion()
     no_args_help, usage_error, click_error = _click_exceptions()
     try:
         code = app(standalone_mode=False)  # typer returns the exit code instead of exiting
