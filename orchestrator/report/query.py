@@ -3,15 +3,14 @@
 `facts` (doctor, baselines, health checks) and `aggregate` (results, compare, the report's
 cases) read through the store's one translation of Filters into SQL
 (wirewise.orchestrator.store.results), so a filter means the same everywhere. Here: the text
-of the options parsed, prefixes made whole, and the placement class derived from the GPUs and
-the node's wiring where a campaign did not record it.
+of the options parsed and prefixes made whole. The geometry a run got is a stored case column
+(wirewise.case.geometry_of, computed when the record is stored), never derived here.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -135,65 +134,15 @@ def _short(value: str) -> str:
 # -- one fact per row ---------------------------------------------------------------
 def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
     """Every stored row that matches, in id order, as a dict of what reports use: the row's
-    fields (store.results.ROW_FIELDS: gpus and device derived there, by the SQL results groups
-    by), with the placement derived and peak_mem_bytes the largest rank's."""
-    groups = GroupLookup(store)
-    found = [_fact(row, groups) for row in result_rows(store, filters)]
-    if filters.placement is not None:
-        found = [f for f in found if f["placement"] == filters.placement]
-    return found
+    fields (store.results.ROW_FIELDS: the case's stored columns, gpus the ranks), `placement`
+    the placement asked for (None where a run recorded none; what it got is the stored
+    `geometry`, wirewise.case.geometry_of) and peak_mem_bytes the largest rank's."""
+    return [_fact(row) for row in result_rows(store, filters)]
 
 
-def _fact(fact: dict[str, Any], groups: GroupLookup) -> dict[str, Any]:
+def _fact(fact: dict[str, Any]) -> dict[str, Any]:
     """One row (store.results.result_rows) made a fact, in place."""
-    gpu_list = fact.pop("gpu_list")
-    fact["placement"] = groups.placement(
-        fact.pop("recorded_placement"), fact["node"], fact["fingerprint"], fact["gpu_count"], gpu_list,
-    )
+    fact["placement"] = fact.pop("recorded_placement")
     peaks = fact["peak_mem_bytes"]
     fact["peak_mem_bytes"] = max(peaks) if peaks else None
     return fact
-
-
-@dataclass
-class GroupLookup:
-    """NVLink groups per (node, fingerprint), in the node's own GPU numbering, read once."""
-
-    store: Store
-    _groups: dict[tuple[str | None, str], list[list[int]] | None] = field(default_factory=dict)
-    _placements: dict[tuple, str | None] = field(default_factory=dict)
-    _loaded: bool = False
-
-    def placement(self, recorded: str | None, node: str | None, fingerprint: str | None, gpu_count: int | None,
-                  gpu_list: str | None) -> str | None:
-        """The placement a run recorded; else 'packed' (every GPU in one NVLink group) or
-        'spread' (across groups) from the node's wiring; None when it cannot be told (one GPU
-        or none, no wiring stored, a wiring without disjoint groups). `gpu_list` is the GPUs
-        used as JSON text (GPU_LIST), decoded only here."""
-        if recorded is not None:
-            return recorded
-        if not gpu_count or gpu_count < 2 or fingerprint is None:
-            return None
-        key = (node, fingerprint, gpu_list)
-        if key not in self._placements:  # a history repeats few GPU sets: decode and test each once
-            self._placements[key] = self._classify(node, fingerprint, json.loads(gpu_list))
-        return self._placements[key]
-
-    def _classify(self, node: str | None, fingerprint: str, gpus: list[int]) -> str | None:
-        groups = self.groups(node, fingerprint)
-        if not groups:
-            return None
-        return "packed" if any(set(gpus) <= set(group) for group in groups) else "spread"
-
-    def groups(self, node: str | None, fingerprint: str) -> list[list[int]] | None:
-        if not self._loaded:
-            self._load()
-        return self._groups.get((node, fingerprint), self._groups.get((None, fingerprint)))
-
-    def _load(self) -> None:
-        from wirewise.orchestrator.store.topology import node_wirings
-
-        self._loaded = True
-        for wiring in node_wirings(self.store):
-            self._groups[(wiring.node, wiring.fingerprint)] = wiring.groups
-            self._groups.setdefault((None, wiring.fingerprint), wiring.parsed.get("groups"))

@@ -83,18 +83,22 @@ class Wirings:
         return self._decoded[key]
 
 
-def refill_cases(connection: Connection) -> None:
-    """Derive the case columns of every stored result again, in id ranges of REFILL_BATCH rows:
-    what a migration that adds a case field runs after adding its column (db/versions/0010).
+def refill_cases(connection: Connection, where: str = "", params: dict[str, Any] | None = None) -> None:
+    """Derive the case columns of the stored results again (those meeting the SQL condition
+    `where`, its values in `params`; default every one), in id ranges of REFILL_BATCH rows:
+    what a migration that adds a case field runs after adding its column (db/versions/0010),
+    and what storing a node's wiring runs for the results it decides (refill_for_wiring).
     Only the columns the table has are written, so an older migration that calls it writes
     the columns of its own time."""
     from sqlalchemy import inspect, text
 
     present = {column["name"] for column in inspect(connection).get_columns("results")}
+    if "case_key" not in present:  # a wiring stored by a migration older than the case columns
+        return
     names = [name for name in (*FIELDS, "case_key") if name in present]
     update = text(f"UPDATE results SET {', '.join(f'{name} = :{name}' for name in names)} WHERE id = :row_id")
-    wirings = Wirings(connection)
-    for rows in _batches(connection):
+    for rows in _batches(connection, where, params or {}):
+        wirings = Wirings(connection, {(row["node"], row["fingerprint"]) for row in rows if row["fingerprint"]})
         values = []
         for row in rows:
             derived = derive(row, wirings.groups(row["node"], row["fingerprint"]))
@@ -102,13 +106,23 @@ def refill_cases(connection: Connection) -> None:
         connection.execute(update, values)
 
 
-def _batches(connection: Connection) -> Iterator[list[dict[str, Any]]]:
+def refill_for_wiring(connection: Connection, node: str, fingerprint: str) -> None:
+    """Derive again the cases a node's newly stored (or changed) wiring decides: its own results
+    of that wiring, and results of that wiring on other nodes that had none to read (their
+    geometry empty): a result stored before its node's wiring was saved gets its geometry now."""
+    refill_cases(connection, "fingerprint = :fingerprint AND (node = :node OR geometry IS NULL)",
+                 {"fingerprint": fingerprint, "node": node})
+
+
+def _batches(connection: Connection, where: str, params: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
     from sqlalchemy import text
 
-    first, last = connection.execute(text("SELECT min(id), max(id) FROM results")).one()
-    select = text(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM results WHERE id >= :start AND id < :stop")
+    condition = f" AND ({where})" if where else ""
+    first, last = connection.execute(text(f"SELECT min(id), max(id) FROM results WHERE 1 = 1{condition}"), params).one()
+    select = text(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM results WHERE id >= :start AND id < :stop{condition}")
     for start in range(first or 0, (last or -1) + 1, REFILL_BATCH):
-        rows = [dict(zip(SOURCE_COLUMNS, row)) for row in connection.execute(select, {"start": start, "stop": start + REFILL_BATCH})]
+        rows = [dict(zip(SOURCE_COLUMNS, row))
+                for row in connection.execute(select, {**params, "start": start, "stop": start + REFILL_BATCH})]
         for row in rows:
             for name in ("params", "extra", "gpus"):
                 row[name] = _json(row[name])

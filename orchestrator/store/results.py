@@ -90,8 +90,7 @@ class Filters:
 # the readers that read a run's rank count and what ran it.
 RANKS = "ranks"
 DEVICE = "device"
-GPU_LIST = "CAST(gpus AS VARCHAR)"  # the GPUs as JSON text: PostgreSQL can neither group nor compare json
-NODE_LIST = "CAST(nodes AS VARCHAR)"  # a task's nodes as JSON text, for the same reason
+NODE_LIST = "CAST(nodes AS VARCHAR)"  # a task's nodes as JSON text: PostgreSQL can neither group nor compare json
 
 # What results can be grouped by: where and by what it ran, every case field, the placement asked.
 GROUP_FIELDS = tuple(dict.fromkeys(("source", "campaign", "node", "nodes", "fingerprint", "fabric", *ALL_CASE_FIELDS,
@@ -133,11 +132,11 @@ def _and(conditions: list[str]) -> str:
 
 
 # -- one row per result ----------------------------------------------------------------------
-# What a row holds: the columns read, the GPUs as JSON text (gpu_list), their count or the CPU
-# ranks' (gpus: RANKS), the placement where recorded, and the case (its key and fields). A
-# workload's metric columns are read only when the filters let its rows through: on a wide
-# match, every column read costs (a collective query over 1M rows reads a third less).
-_COMMON = ("id", "workload", "source", "status", "campaign", "node", "fingerprint", "fabric", "gpu_list", "gpu_count",
+# What a row holds: the columns read, the GPU count or the CPU ranks' (gpus: RANKS), the
+# placement where recorded, and the case (its key and fields). A workload's metric columns are
+# read only when the filters let its rows through: on a wide match, every column read costs (a
+# collective query over 1M rows reads a third less).
+_COMMON = ("id", "workload", "source", "status", "campaign", "node", "fingerprint", "fabric", "gpu_count",
            "world_size", "gpus", "started_at", "task_id", "recorded_placement", "case_key", "transport_carried",
            *(name for name in CASE_FIELDS["collective"] if name in CASE_FIELDS["train"]))
 _WORKLOAD_COLUMNS = {
@@ -149,7 +148,7 @@ ROW_FIELDS = _COMMON + tuple(name for columns in _WORKLOAD_COLUMNS.values() for 
 
 
 def _column_sql(name: str, d: Dialect) -> str:
-    derived = {"gpu_list": GPU_LIST, "gpus": RANKS, "recorded_placement": "placement"}
+    derived = {"gpus": RANKS, "recorded_placement": "placement"}
     if name in derived:
         return f"{derived[name]} AS {name}"
     if name in NUMBER_COLUMNS:

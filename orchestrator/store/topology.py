@@ -148,14 +148,28 @@ def add_topology(session: Session, topo: Topology, node: str) -> tuple[str, bool
     node_id = session.scalar(select(NODES.c.id).where(NODES.c.name == node))
     if node_id is None:
         node_id = session.execute(insert(NODES).values(name=node)).inserted_primary_key[0]
-    seen = session.scalar(select(NODE_TOPOLOGIES.c.id).where(
-        NODE_TOPOLOGIES.c.node_id == node_id, NODE_TOPOLOGIES.c.topology_id == topology_id))
+    details = _node_details(topo)
+    seen = session.execute(select(NODE_TOPOLOGIES.c.id, NODE_TOPOLOGIES.c.details).where(
+        NODE_TOPOLOGIES.c.node_id == node_id, NODE_TOPOLOGIES.c.topology_id == topology_id)).first()
     if seen is not None:
-        session.execute(update(NODE_TOPOLOGIES).where(NODE_TOPOLOGIES.c.id == seen).values(
-            last_seen=datetime.now(timezone.utc), details=_node_details(topo)))
-        return topo.fingerprint, False
-    session.execute(insert(NODE_TOPOLOGIES).values(node_id=node_id, topology_id=topology_id, details=_node_details(topo)))
-    return topo.fingerprint, True
+        session.execute(update(NODE_TOPOLOGIES).where(NODE_TOPOLOGIES.c.id == seen.id).values(
+            last_seen=datetime.now(timezone.utc), details=details))
+    else:
+        session.execute(insert(NODE_TOPOLOGIES).values(node_id=node_id, topology_id=topology_id, details=details))
+    if seen is None or _plain(seen.details) != _plain(details):
+        # what the wiring decides of results already stored (their geometry) follows it; the
+        # same wiring seen again (every task's collect stores it) refills nothing
+        from wirewise.orchestrator.store.cases import refill_for_wiring
+
+        refill_for_wiring(session.connection(), node, topo.fingerprint)
+    return topo.fingerprint, seen is None
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value as the database gives it back (tuples as lists, keys as text)."""
+    import json
+
+    return json.loads(value) if isinstance(value, str) else json.loads(json.dumps(value))
 
 
 def _node_details(topo: Topology) -> dict[str, Any]:

@@ -174,3 +174,32 @@ def test_the_migration_fills_the_cases_of_rows_stored_before(url):
     from wirewise.case import derive
 
     assert migrated == {r.record_id: derive(r.model_dump(), QUADS.groups) for r in records}
+
+
+def test_a_result_stored_before_its_nodes_wiring_gets_its_geometry_when_the_wiring_is_saved(url, tmp_path):
+    """Results stored with no wiring for their node (an imported record file, a job's record)
+    have no geometry; `topo save` of the node's wiring fills it in: quad-a's 0,1 packed and 0,4
+    spread, and quad-b's result of the same wiring (its own wiring never saved) too, from the
+    wiring as first stored. Saving the same wiring again refills nothing (the rows keep their
+    values; a wiring seen again is no change)."""
+    from tests.conftest import wirewise
+
+    store = Store(url)
+    records = [_collective(), _collective(gpus=[0, 4]), _collective(node="quad-b")]
+    store_measurement(store, records)
+    assert {row["geometry"] for row in _stored(url).values()} == {None}
+    before = {r.record_id: _stored(url)[r.record_id]["case_key"] for r in records}
+    quads = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
+    wirewise("topo", "save", "--from-file", str(quads), "--node", "quad-a", "--db", url, check=True)
+    stored = _stored(url)
+    assert [stored[r.record_id]["geometry"] for r in records] == ["packed", "spread", "packed"]
+    assert all(stored[r.record_id]["case_key"] != before[r.record_id] for r in records)
+    assert all(stored[r.record_id] == derive_of(r) for r in records)
+    wirewise("topo", "save", "--from-file", str(quads), "--node", "quad-a", "--db", url, check=True)
+    assert _stored(url) == stored
+
+
+def derive_of(record: ResultRecord) -> dict:
+    from wirewise.case import derive
+
+    return derive(record.model_dump(), QUADS.groups)
