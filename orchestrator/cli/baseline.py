@@ -20,7 +20,7 @@ def export(
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Median and spread per case (op, size, GPU-set shape, ...; model and strategy for training)
+    """Median and scaled MAD per case (op, size, GPU-set shape, ...; model and strategy for training)
     over repeats and nodes, with how many results and nodes each rests on."""
     from wirewise.atomic import json_text, write_text_atomic
     from wirewise.errors import UserError

@@ -6,9 +6,9 @@ size, in place or not, CUDA graph or eager, transport, device, ranks, nodes and 
 geometry; for training source, model, strategy, precision, engine, compile, micro-batch,
 sequence length and the same shape), so a bf16 sweep, a PCIe run, a 2-node run or an imported
 nccl-tests log is never part of another case's baseline. A baseline is a fingerprint and a
-case: the median of every ok result of the case on that wiring and its spread (1.4826 x the
-median absolute deviation: a normal distribution's standard deviation, robust to the odd
-outlier), over repeats and nodes, with how many results and nodes it rests on and from which
+case: the median of every ok result of the case on that wiring and its scaled MAD (`scaled_mad`:
+1.4826 x the median absolute deviation, in the metric's unit: a normal distribution's standard
+deviation, robust to the odd outlier), over repeats and nodes, with how many results and nodes it rests on and from which
 source.
 
 `wirewise baseline export` writes them to a file, `baseline import` stores a file's baselines,
@@ -30,7 +30,9 @@ from wirewise.case import case_key as contract_case_key
 
 MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute deviation
 FORMAT = "wirewise-baselines"
-VERSION = 2  # 2: the case is wirewise.case's (version 1's cases lacked precision, nodes, CUDA graph, source ...)
+VERSION = 3  # 3: `scaled_mad` (2 named it `spread`, which is a relative range elsewhere); 2: the case is wirewise.case's
+READS = (2, 3)  # version 1's cases lacked precision, nodes, CUDA graph, source ...: not one case of today's
+RENAMED = {2: {"spread": "scaled_mad"}}  # an older version's entry keys, as this version names them
 METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}  # what is judged, per workload
 # The newest results of a case on a wiring that a bounded baseline rests on (the prolog's, and
 # what `db prune --keep-baselines` keeps): a median of this many stands within 3% of one
@@ -56,7 +58,7 @@ class Baseline:
     case: dict[str, Any]
     metric: str
     median: float
-    spread: float  # robust standard deviation of one result, over repeats and nodes
+    scaled_mad: float  # 1.4826 x MAD in the metric's unit: one result's robust standard deviation, over repeats and nodes
     results: int
     nodes: int
     sources: dict[str, int] = field(default_factory=dict)
@@ -70,7 +72,9 @@ class Baseline:
         return asdict(self)
 
 
-def spread_of(values: list[float], median: float | None = None) -> float:
+def scaled_mad(values: list[float], median: float | None = None) -> float:
+    """1.4826 x the median absolute deviation of `values` (from `median`, default theirs): a
+    normal distribution's standard deviation, in the values' unit."""
     median = statistics.median(values) if median is None else median
     return MAD_TO_SIGMA * statistics.median(abs(v - median) for v in values)
 
@@ -84,7 +88,7 @@ def summarize(fingerprint: str, workload: str, case: dict[str, Any], members: li
     sources: dict[str, int] = defaultdict(int)
     for m in members:
         sources[m["source"]] += 1
-    return Baseline(fingerprint, workload, case, metric, median, spread_of(values, median), len(values),
+    return Baseline(fingerprint, workload, case, metric, median, scaled_mad(values, median), len(values),
                     len({m["node"] for m in members}), dict(sorted(sources.items())), origin)
 
 
@@ -113,7 +117,7 @@ def stored_baselines(store, filters) -> list[Baseline]:
             values = row[metric]
             median = statistics.median(values)
             found.append(Baseline(row["fingerprint"], workload, {name: row[name] for name in CASE_FIELDS[workload]}, metric,
-                                  median, spread_of(values, median), len(values), row["nodes"], {row["source"]: len(values)}))
+                                  median, scaled_mad(values, median), len(values), row["nodes"], {row["source"]: len(values)}))
     return found
 
 
@@ -172,7 +176,7 @@ def _models() -> tuple[Any, dict[str, Any]]:
         case: dict[str, Any]
         metric: str
         median: Figure = Field(gt=0)
-        spread: Figure = Field(ge=0)
+        scaled_mad: Figure = Field(ge=0)
         results: Count
         nodes: Count
         sources: dict[Annotated[str, Field(max_length=16)], Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]] = {}
@@ -236,16 +240,33 @@ def read_document(doc: Any, source: str) -> list[Baseline]:
 
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UserError(f"{source}: not a wirewise baselines file (written by `wirewise baseline export`)")
-    if doc.get("version") != VERSION:
-        raise UserError(f"{source}: baselines file version {doc.get('version')!r}; this wirewise reads version {VERSION}")
+    version = doc.get("version")
+    if version not in READS:
+        raise UserError(f"{source}: baselines file version {version!r}; this wirewise reads versions "
+                        f"{', '.join(map(str, READS))}")
     entries = doc.get("baselines")
     if not isinstance(entries, list):
         raise UserError(f"{source}: baselines: not a list of baselines")
+    entries = [as_current(raw, version) for raw in entries]
     for index, raw in enumerate(entries):
         problem = entry_problem(raw)
         if problem:
             raise UserError(f"{source}: baselines[{index}].{problem}; nothing imported")
     return [Baseline(**{"sources": {}, **raw}, origin=source) for raw in entries]
+
+
+def as_current(raw: Any, version: int) -> Any:
+    """A file's entry of an older `version` with its keys as this version names them. An entry
+    that also holds the new name keeps the old key, which the check then refuses as unknown:
+    one figure, never two that disagree."""
+    renamed = RENAMED.get(version, {})
+    if not isinstance(raw, dict):
+        return raw
+    current = {}
+    for key, value in raw.items():
+        new = renamed.get(key, key)
+        current[key if new in raw and new != key else new] = value
+    return current
 
 
 # -- the flows `wirewise baseline` runs -----------------------------------------------------------

@@ -7,12 +7,12 @@
   `min_results`. A case is wirewise.case's: a slower run of another case (a bf16 sweep, a
   deliberate `--transport pcie` run, a 2-node run, CUDA-graph timings) is judged against its
   own case, never against this one. A size falls when the median is more than max_drop below
-  the baseline's median and more than `sigmas` standard errors (spread / sqrt(repeats)) below
+  the baseline's median and more than `sigmas` standard errors (scaled_mad / sqrt(repeats)) below
   it; a collective's case less its size and form fires when at least min_share of its judged
   sizes fall.
 - slower-than-peers: in the node's latest campaign, each case's median per node; the node
   against the median of its same-fingerprint peers', by more than max_drop and `sigmas` times
-  the spread of the peers' medians.
+  the scaled MAD of the peers' medians.
 - task-failed: a task of the node's latest campaign that failed or timed out where the same
   case passed on at least min_peers same-fingerprint peers.
 - transport-off-nvlink: the node's newest run of each case whose wiring promises NVLink (the
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirewise.case import CASE_FIELDS
-from wirewise.orchestrator.health.baseline import METRIC, Baseline, case_of, group_by_case, spread_of, summarize
+from wirewise.orchestrator.health.baseline import METRIC, Baseline, case_of, group_by_case, scaled_mad, summarize
 from wirewise.orchestrator.health.findings import Finding, percent
 from wirewise.orchestrator.health.rules import Rules
 from wirewise.units import human_bytes
@@ -106,9 +106,10 @@ class Fallen:
         return f"{self.label}: {self.value:.4g} {unit} vs {self.median:.4g} (floor {self.floor:.4g}, {percent(self.drop)})"
 
 
-def allowed_drop(rule, spread: float, median: float, repeats: int) -> float:
-    """The largest drop noise explains: max_drop, or `sigmas` standard errors of the node's median."""
-    relative = spread / median if median else 0.0
+def allowed_drop(rule, scaled_mad: float, median: float, repeats: int) -> float:
+    """The largest drop noise explains: max_drop, or `sigmas` standard errors of the node's median
+    (the baseline's scaled MAD: one result's robust standard deviation)."""
+    relative = scaled_mad / median if median else 0.0
     return min(1.0, max(rule.max_drop, rule.sigmas * relative / math.sqrt(max(repeats, 1))))
 
 
@@ -139,7 +140,7 @@ def below_baseline(node: str, cases: dict[tuple, list[dict[str, Any]]], workload
             thin += 1
             continue
         value = statistics.median(m[metric] for m in mine)
-        floor = reference.median * (1 - allowed_drop(rule, reference.spread, reference.median, len(mine)))
+        floor = reference.median * (1 - allowed_drop(rule, reference.scaled_mad, reference.median, len(mine)))
         basis = f"baseline of {reference.results} results on {reference.nodes} node(s)" + (
             "" if reference.origin == "history" else f", imported from {reference.origin}")
         label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
@@ -259,7 +260,7 @@ def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules,
             continue
         reference = statistics.median(peers)
         value = statistics.median(m[METRIC[workload]] for m in per_node[node])
-        floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * spread_of(peers, reference) / reference)))
+        floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * scaled_mad(peers, reference) / reference)))
         label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
         groups[_group(key[0], workload, case)].append(Fallen(
             label, value, reference, floor, f"median of {len(peers)} peers", value < floor,

@@ -31,7 +31,7 @@ DRAINING_ACTIONS = ("drain", "health-check", "prolog")  # the actions that drain
 # flag, when; None: as the driver gives it). schema.py defines the tables; tests/store checks
 # these against it, as it does store.results' columns.
 BASELINE_COLUMNS = {"fingerprint": None, "workload": None, "case": "json", "metric": None, "median": None,
-                    "spread": None, "results": None, "nodes": None, "sources": "json", "origin": None}
+                    "scaled_mad": None, "results": None, "nodes": None, "sources": "json", "origin": None}
 CHECK_COLUMNS = {"id": None, "node": None, "source": None, "rules": "json", "healthy": "flag", "findings": None,
                  "checked_at": "when"}
 FINDING_COLUMNS = {"id": None, "node": None, "rule": None, "key": None, "metric": None, "delta": None, "evidence": None,
@@ -111,7 +111,7 @@ def import_baselines(store: Store, baselines: list) -> dict[str, int]:
             counts["replaced" if gone else "added"] += 1
             session.execute(insert(BASELINES).values(
                 fingerprint=b.fingerprint, workload=b.workload, case_key=key, case=b.case, metric=b.metric,
-                median=b.median, spread=b.spread, results=b.results, nodes=b.nodes, sources=b.sources, origin=b.origin))
+                median=b.median, scaled_mad=b.scaled_mad, results=b.results, nodes=b.nodes, sources=b.sources, origin=b.origin))
         return counts
 
     return store.write(work)

@@ -1021,7 +1021,7 @@ def says_gone(code, out, err, d: Path) -> str | None:
 # -- issue 29: baselines, launch's environment and script, the API, place/status/collect -----------
 from wirewise.orchestrator.health.baseline import VERSION as BASELINES_VERSION  # noqa: E402 - the files this wirewise reads
 
-BASELINE = {"fingerprint": "f" * 64, "workload": "collective", "metric": "busbw_gbs", "median": 10.0, "spread": 1.0,
+BASELINE = {"fingerprint": "f" * 64, "workload": "collective", "metric": "busbw_gbs", "median": 10.0, "scaled_mad": 1.0,
             "results": 4, "nodes": 2, "sources": {"wirewise": 4},
             "case": {"source": "wirewise", "op": "all_reduce", "dtype": "float32", "redop": "sum", "root": None,
                      "bytes": 1024, "in_place": False, "cuda_graph": False, "transport": "default", "device": "gpu",
@@ -1065,7 +1065,7 @@ def plant_bad_baseline(d: Path) -> None:
     """A row an older wirewise stored unchecked: the case's GPUs as a list."""
     with sqlite3.connect(d / "wirewise.db") as conn:
         conn.execute(
-            'INSERT INTO baselines (fingerprint, workload, case_key, "case", metric, median, spread, results, nodes, '
+            'INSERT INTO baselines (fingerprint, workload, case_key, "case", metric, median, scaled_mad, results, nodes, '
             "sources, origin, imported_at) VALUES (?, 'collective', 'old', ?, 'busbw_gbs', 5.0, 1.0, 4, 2, '{}', "
             "'old.json', '2026-01-01 00:00:00.000000')",
             ("f" * 64, json.dumps({**BASELINE["case"], "gpus": [0, 1]})))
@@ -1103,7 +1103,7 @@ def issue_29_cases() -> list[Case]:
                           ({"op": ["all_reduce"]}, "op list"), ({"op": "x" * 5000}, "op 5000 chars"), ({"op": {"a": 1}}, "op map"),
                           ({"dtype": 32}, "dtype number"), ({"device": 0}, "device number"), ({"median": "10"}, "median text"),
                           ({"median": 0}, "median 0"), ({"median": -1.0}, "median -1"), ({"median": 1e400}, "median 1e400"),
-                          ({"spread": -0.5}, "spread negative"), ({"sources": {"wirewise": "4"}}, "source text"),
+                          ({"scaled_mad": -0.5}, "scaled_mad negative"), ({"sources": {"wirewise": "4"}}, "source text"),
                           ({"sources": {"wirewise": 2**63}}, "source 2^63"), ({"sources": []}, "sources list"),
                           ({"sources": {"x" * 100: 1}}, "source name 100"), ({"metric": "tokens_per_s"}, "wrong metric"),
                           ({"workload": "bench"}, "workload"), ({"fingerprint": "F" * 64}, "fingerprint upper"),
@@ -1111,7 +1111,7 @@ def issue_29_cases() -> list[Case]:
                           ({"colour": 1}, "unknown field")]:
         imp(baselines_doc(BASELINE, baseline(**changes)), note=note)
     for token in ("NaN", "Infinity", "-Infinity", "1e999"):
-        imp(baselines_doc(BASELINE, baseline(spread=123.25)).replace("123.25", token), note=f"spread {token}")
+        imp(baselines_doc(BASELINE, baseline(scaled_mad=123.25)).replace("123.25", token), note=f"scaled_mad {token}")
         imp(baselines_doc(BASELINE, baseline(median=123.25)).replace("123.25", token), note=f"median {token}")
     for body, note in [("", "empty"), ("null", "null"), ("[]", "list"), ("{}", "no format"), ("[" * 100000, "deep"),
                        (baselines_doc(version=2), "version 2"), (baselines_doc(version="1"), "version text"),

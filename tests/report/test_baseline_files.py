@@ -73,11 +73,11 @@ def test_a_baselines_file_with_one_bad_value_stores_nothing(url, tmp_path, name)
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_a_baselines_file_with_a_figure_that_is_no_number_stores_nothing(url, tmp_path, token):
-    text = json.dumps({"format": "wirewise-baselines", "version": VERSION, "baselines": [GOOD, entry(spread=12345.5)]})
+    text = json.dumps({"format": "wirewise-baselines", "version": VERSION, "baselines": [GOOD, entry(scaled_mad=12345.5)]})
     path = tmp_path / "b.json"
     path.write_text(text.replace("12345.5", token))
     proc = wirewise("baseline", "import", str(path), "--db", url)
-    assert proc.returncode == 2 and "baselines[1].spread" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.returncode == 2 and "baselines[1].scaled_mad" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert stored_baselines(url) == 0
 
 
@@ -95,7 +95,7 @@ def test_rows_stored_unchecked_before_are_left_out_with_a_word(url, tmp_path):
         for index, row in enumerate(rows):
             conn.execute(sa.insert(table).values(
                 fingerprint=GOOD["fingerprint"], workload="collective", case_key=f"old-{index}", metric="busbw_gbs",
-                spread=1.0, results=4, nodes=2, sources={}, origin="old.json", imported_at=sa.func.now(), **row))
+                scaled_mad=1.0, results=4, nodes=2, sources={}, origin="old.json", imported_at=sa.func.now(), **row))
     engine.dispose()
     out = tmp_path / "out.json"
     proc = wirewise("baseline", "export", "--out", str(out), "--db", url)
@@ -168,3 +168,26 @@ def test_export_to_stdout_a_folder_refused_a_link_followed(exported_db, tmp_path
     link.symlink_to(target)
     wirewise("baseline", "export", "--out", str(link), "--db", exported_db, check=True)
     assert link.is_symlink() and json.loads(target.read_text())["baselines"]
+
+
+def test_a_version_2_file_is_read_its_spread_taken_as_scaled_mad(url, tmp_path):
+    """Version 2 files named the robust deviation `spread`; version 3 `scaled_mad` (`spread` is a
+    relative range in results, compare and fleet pairs). A version 2 file imports, its figure
+    kept under the new name; a version 2 entry that holds both names is refused (one figure);
+    a version 1 file is refused, naming the versions read."""
+    old = {k: v for k, v in GOOD.items() if k != "scaled_mad"} | {"spread": 0.5}
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps({"format": "wirewise-baselines", "version": 2, "baselines": [old]}))
+    wirewise("baseline", "import", str(path), "--db", url, check=True)
+    out = tmp_path / "out.json"
+    wirewise("baseline", "export", "--out", str(out), "--db", url, check=True)
+    doc = json.loads(out.read_text())
+    assert doc["version"] == VERSION == 3 and [b["scaled_mad"] for b in doc["baselines"]] == [0.5]
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"format": "wirewise-baselines", "version": 2, "baselines": [{**old, "scaled_mad": 0.5}]}))
+    proc = wirewise("baseline", "import", str(both), "--db", url)
+    assert proc.returncode == 2 and "baselines[0].spread" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    one = tmp_path / "v1.json"
+    one.write_text(json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": [old]}))
+    proc = wirewise("baseline", "import", str(one), "--db", url)
+    assert proc.returncode == 2 and "reads versions 2, 3" in proc.stderr, proc.stderr

@@ -74,4 +74,4 @@ def _case(workload: str) -> tuple[str, ...]:
 
 
 def _by_key(baselines) -> dict:
-    return {b.key: (b.median, round(b.spread, 9), b.results, b.nodes, b.sources, b.metric) for b in baselines}
+    return {b.key: (b.median, round(b.scaled_mad, 9), b.results, b.nodes, b.sources, b.metric) for b in baselines}

@@ -130,3 +130,26 @@ def test_array_ids_dropped_and_restored_by_the_downgrade(url):
     decoded = {name: value if isinstance(value, list) else json.loads(value) for name, value in arrays.items()}
     assert decoded == {"on-slurm": ["977", "1002"], "here": []}
     assert array_ids == {key: array for key, _, _, array in tasks}
+
+
+def test_an_imported_baselines_robust_deviation_is_renamed_scaled_mad_and_back(url, tmp_path):
+    """0014 renames baselines.spread (1.4826 x MAD in the metric's unit, beside `results`' and
+    `compare`'s relative `spread`) to scaled_mad, values kept: a row stored at 0013 is exported
+    with its scaled_mad; the downgrade names it spread again."""
+    from tests.cli.hostile_pass import BASELINE
+
+    _migrate(url, "0013")
+    case = {k: v for k, v in BASELINE["case"].items()}
+    _insert(url, "baselines", [{
+        "fingerprint": BASELINE["fingerprint"], "workload": "collective", "case_key": json.dumps(case, sort_keys=True),
+        "case": case, "metric": "busbw_gbs", "median": 10.0, "spread": 0.75, "results": 4, "nodes": 2,
+        "sources": {"wirewise": 4}, "origin": "old.json", "imported_at": WHEN}])
+    out = tmp_path / "out.json"
+    wirewise_json("baseline", "export", "--out", str(out), "--json", "--db", url)
+    [exported] = json.loads(out.read_text())["baselines"]
+    assert exported["scaled_mad"] == 0.75 and "spread" not in exported
+    _migrate(url, "0013", down=True)
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT spread FROM baselines")).scalar() == 0.75
+    engine.dispose()
