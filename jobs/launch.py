@@ -39,7 +39,7 @@ from wirewise.atomic import write_json_atomic
 from wirewise.jobenv import read_job_env
 from wirewise.runs import RESULT_FILE
 from wirewise.task import TaskSpec
-from wirewise.jobs.nccl_debug import debug_env, debug_file, read_debug_file
+from wirewise.jobs.nccl_debug import debug_env, lines_of, read_debug_file
 from wirewise.jobs.peers import Peers
 from wirewise.jobs.worker import rank_file
 from wirewise.jobs.records import build_records, gpu_pinning, node_topology, result_document
@@ -177,7 +177,7 @@ class RankGroup:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
-            self.nccl_logs[rank] = debug_file(env["NCCL_DEBUG_FILE"], self.procs[rank].pid)
+            self.nccl_logs[rank] = lines_of(env, run_dir / f"rank{rank}.log", self.procs[rank].pid)
             log.close()
 
     def exit_codes(self) -> dict[int, int | None]:

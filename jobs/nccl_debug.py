@@ -1,12 +1,15 @@
 """NCCL's INFO lines, written where the supervisor reads them and nowhere a user looks.
 
-Every rank runs with NCCL_DEBUG=INFO (unless the user set a level) and NCCL_DEBUG_FILE in the
-run folder (`nccl-rank<N>.log`, unless the user named a file), so NCCL prints to that file, not
-to the rank's output, the rank log a failure's message quotes, or a terminal. NCCL opens the file
-itself (line-buffered) and expands %h (the host name to its first dot) and %p (the rank's pid) in
-it (NVIDIA/nccl src/debug.cc); the supervisor, which started the rank and knows its pid, does the
-same to find it. After the ranks end, it reads each file (wirewise.nccl_info.read_wire) into the
-rank's file, so node 0 sees every node's ranks (wirewise.jobs.launch).
+Where the user set neither NCCL_DEBUG nor NCCL_DEBUG_FILE, every rank runs with NCCL_DEBUG=INFO
+into NCCL_DEBUG_FILE in the run folder (`nccl-rank<N>.log`), so NCCL prints to that file, not to
+the rank's output (the rank log a failure's message quotes) or a terminal. A user's own setting
+is kept and read where it sends the lines: their NCCL_DEBUG_FILE, else the rank's log (NCCL
+prints to stdout), so the NCCL warnings they asked for stay where they look. NCCL opens the
+file itself (line-buffered) and expands %h (the host name to its first dot) and %p (the rank's
+pid) in it (NVIDIA/nccl src/debug.cc); the supervisor, which started the rank and knows its
+pid, does the same to find it. After the ranks end, it reads each file
+(wirewise.nccl_info.read_wire) into the rank's file, so node 0 sees every node's ranks
+(wirewise.jobs.launch).
 
 A user's NCCL_DEBUG below INFO (WARN, VERSION) or NCCL_DEBUG_SUBSYS without INIT leaves the
 connection lines out: the transport carried is then unknown (null), never guessed.
@@ -25,9 +28,17 @@ MTIME_SLACK_S = 2.0  # file systems that keep modification times to the second (
 
 
 def debug_env(env: dict[str, str], run_dir: Path, rank: int) -> dict[str, str]:
-    """NCCL_DEBUG and NCCL_DEBUG_FILE for one rank: the user's where set, else INFO into the run folder."""
-    return {"NCCL_DEBUG": env.get("NCCL_DEBUG") or "INFO",
-            "NCCL_DEBUG_FILE": env.get("NCCL_DEBUG_FILE") or str(run_dir / DEBUG_FILE_NAME.format(rank=rank))}
+    """What one rank's environment gains: INFO into the run folder where the user set neither
+    NCCL_DEBUG nor NCCL_DEBUG_FILE; nothing where they did (their setting holds)."""
+    if env.get("NCCL_DEBUG") or env.get("NCCL_DEBUG_FILE"):
+        return {}
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": str(run_dir / DEBUG_FILE_NAME.format(rank=rank))}
+
+
+def lines_of(env: dict[str, str], rank_log: Path, pid: int) -> Path:
+    """Where a rank's NCCL lines go with its environment `env`: NCCL_DEBUG_FILE (expanded), else
+    the rank's own log (NCCL prints to stdout)."""
+    return debug_file(env["NCCL_DEBUG_FILE"], pid) if env.get("NCCL_DEBUG_FILE") else rank_log
 
 
 def debug_file(pattern: str, pid: int, host: str | None = None) -> Path:

@@ -81,4 +81,12 @@ if problems:
 PY
   done
 done
+# NCCL's INFO lines went to the run folders' nccl-rank<N>.log, not to the ranks' own logs (where
+# the environment sets NCCL_DEBUG or NCCL_DEBUG_FILE, that setting holds and this is not checked)
+if [[ -z ${NCCL_DEBUG-}${NCCL_DEBUG_FILE-} ]]; then
+  if find "$out/runs" -name 'rank*.log' -exec grep -l "NCCL INFO" {} + | grep -q .; then
+    fail "NCCL INFO lines in a rank's own log (they belong in nccl-rank<N>.log)"
+  fi
+  find "$out/runs" -name nccl-rank0.log | grep -q . || fail "no nccl-rank0.log in the run folders"
+fi
 finish
