@@ -125,11 +125,12 @@ def place_on(topo: Topology, k: int | None, policy, free: list[int], free_source
     return result
 
 
-def placement_across_nodes(k: int | None, db: str | None) -> dict:
+def placement_across_nodes(k: int | None, db: str | None, per_node: int | None = None) -> dict:
     """`wirewise place --across-nodes --json`: nodes of one wiring from the store, each with the
     GPUs Slurm has free; inside one NVLink domain when one has room (the domain each node's
     GPUs reported); the nodes pair tests found healthy first, none they flagged (nor a link
-    they judged slow), else under the fewest leaf switches Slurm's network topology names."""
+    they judged slow), else under the fewest leaf switches Slurm's network topology names.
+    `per_node`: exactly that many GPUs on each node (`wirewise run --nodes`)."""
     from wirewise.orchestrator.placement.nodes import Candidate, choose_nodes
     from wirewise.orchestrator.slurm.nodes import gpus_in_use_on, leaf_switches
     from wirewise.orchestrator.store.fleet import topologies_of
@@ -146,7 +147,7 @@ def placement_across_nodes(k: int | None, db: str | None) -> dict:
     used = gpus_in_use_on(names)
     nodes = [Candidate(name, topos[name], free_gpus(topos[name].gpus, None, name, False, used)[0], current[name].domain)
              for name in names]
-    result = choose_nodes(nodes, k or 0, leaf_switches(), nodes_measured(store, names)).as_dict()
+    result = choose_nodes(nodes, k or 0, leaf_switches(), nodes_measured(store, names), per_node).as_dict()
     chosen = next(node.topo for node in nodes if node.name == result["nodes"][0]["node"])
     if not chosen.named:  # ranked at nominal rates; no figure is given for them
         result["predicted_busbw_gbs"] = None

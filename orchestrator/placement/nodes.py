@@ -75,8 +75,10 @@ class NodeChoice:
 
 
 def choose_nodes(nodes: list[Candidate], k: int, leaf_of: dict[str, str] | None = None,
-                 measured: Measured | None = None) -> NodeChoice:
-    """GPUs for k ranks over the nodes; Unplaceable with the reason when no wiring has room."""
+                 measured: Measured | None = None, per_node: int | None = None) -> NodeChoice:
+    """GPUs for k ranks over the nodes; Unplaceable with the reason when no wiring has room.
+    `per_node`: exactly that many GPUs on each node (a job that asked its node count), else
+    as many as fit."""
     if k < 1:
         raise Unplaceable(f"the number of GPUs must be at least 1 (got {k})")
     measured = measured or Measured()
@@ -85,19 +87,20 @@ def choose_nodes(nodes: list[Candidate], k: int, leaf_of: dict[str, str] | None 
     if not nodes:
         raise Unplaceable(f"every node is to be avoided ({'; '.join(avoided[:3])})")
     picker = _SetCache()
-    single = [node for node in nodes if len(node.free) >= k]
+    single = [node for node in nodes if len(node.free) >= k] if per_node in (None, k) else []
     if single:
         choice = _one_node(single, k, picker)
         choice.reasons += avoided
         return choice
     best = None
     for fingerprint, members in _by_wiring(nodes).items():
-        choice = _spread_over(members, k, fingerprint, picker, leaf_of, measured)
+        choice = _spread_over(members, k, fingerprint, picker, leaf_of, measured, per_node)
         if choice and (best is None or _rank(choice) > _rank(best)):
             best = choice
     if best is None:
         total = sum(len(node.free) for node in nodes)
-        raise Unplaceable(f"{k} GPUs cannot be placed with equal GPUs per node on one wiring ({total} free in all"
+        shape = f"{k // per_node} node(s) x {per_node} GPU(s)" if per_node else f"{k} GPUs"
+        raise Unplaceable(f"{shape} cannot be placed with equal GPUs per node on one wiring ({total} free in all"
                           + "".join(f"; {line}" for line in avoided) + ")")
     best.reasons += avoided
     return best
@@ -119,9 +122,9 @@ def _one_node(nodes: list[Candidate], k: int, picker: _SetCache) -> NodeChoice:
 
 
 def _spread_over(members: list[Candidate], k: int, fingerprint: str, picker: _SetCache,
-                 leaf_of: dict[str, str] | None, measured: Measured) -> NodeChoice | None:
-    """The most GPUs per node that divides k and that enough nodes of this wiring have free."""
-    for per_node in range(min(k, members[0].topo.gpus), 0, -1):
+                 leaf_of: dict[str, str] | None, measured: Measured, asked: int | None = None) -> NodeChoice | None:
+    """The most GPUs per node that divides k (or the `asked` number) that enough nodes of this wiring have free."""
+    for per_node in ([asked] if asked else range(min(k, members[0].topo.gpus), 0, -1)):
         if k % per_node:
             continue
         eligible = [node for node in members if len(node.free) >= per_node]

@@ -8,6 +8,7 @@ topology.yaml (25.05+), and the reader of the blocks a cluster runs with.
     cluster_blocks()                           the same, asked of this cluster ({} without blocks or Slurm)
     segment_for(nodes, blocks)                 the --segment a job of N nodes asks: N where a block holds N
     allocation_problems(job_ids)               what Slurm gave the jobs that asked --segment, checked
+    job_nodes(job_id)                          the nodes a job holds (None until it holds them)
 
 The rules, from Slurm 25.11's topology/block (src/plugins/topology/block, topology.conf(5)) and
 what the test cluster (25.11.7, tests/slurm/test_blocks.py) did with them:
@@ -164,7 +165,7 @@ def allocation_problems(job_ids: list[str]) -> dict[str, str]:
         return {}
     found: dict[str, tuple[list[str], int]] = {}
     for line in (slurm("scontrol", "-o", "show", "job", or_none=True) or "").splitlines():
-        fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+        fields = job_fields(line)
         array, task = fields.get("ArrayJobId"), fields.get("ArrayTaskId")
         job = f"{array}_{task}" if array and task and task.isdigit() else fields.get("JobId")
         segment, nodelist = fields.get("SegmentSize", ""), fields.get("NodeList", "")
@@ -175,6 +176,23 @@ def allocation_problems(job_ids: list[str]) -> dict[str, str]:
     blocks = cluster_blocks()
     problems = {job: segment_problem(job, nodes, segment, blocks) for job, (nodes, segment) in found.items()}
     return {job: problem for job, problem in problems.items() if problem}
+
+
+def job_fields(line: str) -> dict[str, str]:
+    """One job of `scontrol -o show job` (one line of KEY=VALUE words) as a dict."""
+    return dict(item.split("=", 1) for item in line.split() if "=" in item)
+
+
+def job_nodes(job_id: str) -> list[str] | None:
+    """The nodes a job holds (`scontrol -o show job ID`, NodeList); None while it holds none
+    yet, or when Slurm no longer knows the job."""
+    from wirewise.orchestrator.slurm.command import slurm
+
+    for line in (slurm("scontrol", "-o", "show", "job", job_id, or_none=True) or "").splitlines():
+        nodelist = job_fields(line).get("NodeList", "")
+        if nodelist not in ("", "(null)"):
+            return hostnames(nodelist)
+    return None
 
 
 def segment_problem(job_id: str, nodes: list[str], segment: int, blocks: Mapping[str, list[str]]) -> str | None:

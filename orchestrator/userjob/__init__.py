@@ -43,6 +43,8 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
 
     if not request.command:
         raise UserError("give the command to run after `--`, e.g. wirewise run --gpus 2 -- python train.py")
+    if request.nodes > 1:
+        return run_across_nodes(request, topology_file, db)
     node = request.node
     topo, live, _, _ = placement_wiring(topology_file, node, Store.open_existing(db), gpu_name)
     store = Store(db)  # the job is recorded: create the database once the request is sound
@@ -57,6 +59,77 @@ def run_for(request: RunRequest, topology_file: Path | None, db: str | None, gpu
     result["warnings"] = warnings + result["warnings"]
     result["reasons"] = placement["reasons"]
     return result
+
+
+def run_across_nodes(request: RunRequest, topology_file: Path | None, db: str | None) -> dict:
+    """`wirewise run --nodes N --json`: N stored nodes of one wiring with --gpus GPUs on each, as
+    `place --across-nodes` chooses them (wirewise.orchestrator.decide.placement_across_nodes:
+    inside one NVLink domain when one has room, else said), kept there by Slurm: `--segment=N`
+    where the cluster runs a block topology with a block that holds N nodes (Slurm then picks
+    free nodes inside one block; the nodes placement avoids are excluded), else the chosen nodes
+    by name. Once the job holds its nodes, what Slurm gave is checked against what was asked
+    (allocation_check): a segment Slurm did not keep, nodes other than those named, or nodes
+    outside the domain promised are warnings, never silent."""
+    from wirewise.jobenv import hostlist
+    from wirewise.orchestrator.decide import placement_across_nodes
+    from wirewise.orchestrator.slurm.blocks import cluster_blocks, segment_for
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.topology import load_topology, node_domains
+
+    if topology_file is not None:
+        raise UserError("--topology-file describes one node: with --nodes, each node's wiring comes from the store "
+                        "(`wirewise topo save` on each node)")
+    placed = placement_across_nodes(request.gpus * request.nodes, db, per_node=request.gpus)
+    chosen = [row["node"] for row in placed["nodes"]]
+    store = Store(db)
+    topo = load_topology(store, node=chosen[0])
+    domain = placed["nvlink_domain"]
+    segment = segment_for(request.nodes, cluster_blocks()) if domain else None
+    avoid = nodes_to_avoid(request, store)[0] if segment else {}
+    nodelist = None if segment else hostlist(chosen)
+    job_id = _submit(request, job_request(request, topo, ",".join(avoid) or None, nodelist, segment), {}, None)
+    result = {
+        "job_id": job_id, "mode": "whole-node" if request.whole_node else "shared", "node": None, "command": list(request.command),
+        "nodes": chosen, "per_node": request.gpus, "nvlink_domain": domain, "asked": f"--segment={segment}" if segment else f"--nodelist={nodelist}",
+        "fingerprint": topo.fingerprint, "strategy": None, "folder": str(request.folder), "excluded": sorted(avoid),
+        "reasons": placed["reasons"], "warnings": [r for r in placed["reasons"] if r.startswith("no NVLink domain")],
+        "gpus": None, "cuda_visible_devices": None, "constraint": None, "predicted_busbw_gbs": placed["predicted_busbw_gbs"],
+        "basis": "model" if placed["predicted_busbw_gbs"] is not None else None,
+    }
+    given, problems = allocation_check(job_id, chosen, segment, domain, node_domains(store), request.start_timeout_s)
+    result["given_nodes"] = given
+    result["allocation"] = "not known yet" if given is None else "not as asked" if problems else "as asked"
+    result["warnings"] += problems
+    result["record_id"] = record(store, {**result, "node": hostlist(given or chosen)}, request, topo,
+                                 {"gpus": None, "predicted_busbw_gbs": placed["predicted_busbw_gbs"]})
+    return result
+
+
+def allocation_check(job_id: str, asked: list[str], segment: int | None, domain: dict | None,
+                     domains: dict, timeout_s: float) -> tuple[list[str] | None, list[str]]:
+    """(the nodes Slurm gave the job, waiting up to `timeout_s` for it to start; what is not as
+    asked): a --segment Slurm did not keep inside one block, nodes other than those named, nodes
+    outside the NVLink domain the placement promised (`domains`: each stored node's)."""
+    from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.slurm.blocks import job_nodes
+
+    deadline = time.monotonic() + timeout_s
+    given = job_nodes(job_id)
+    while given is None and time.monotonic() < deadline:
+        time.sleep(START_POLL_S)
+        given = job_nodes(job_id)
+    if given is None:
+        return None, [f"job {job_id} had not started after {timeout_s:g} s: the nodes Slurm gives it are not checked"]
+    problems = list(executor_named("slurm").allocation_problems([job_id]).values()) if segment else []
+    if not segment and sorted(given) != sorted(asked):
+        problems.append(f"job {job_id} asked for {', '.join(asked)} and Slurm gave {', '.join(given)}")
+    if domain is not None:
+        key = (domain["cluster_uuid"], domain["clique_id"])
+        outside = [node for node in given if domains.get(node) != key]
+        if outside:
+            problems.append(f"job {job_id} holds {', '.join(outside)} outside the NVLink domain {key[0]} clique {key[1]}: "
+                            "its traffic between those nodes goes over the network")
+    return given, problems
 
 
 def nodes_to_avoid(request: RunRequest, store) -> tuple[dict[str, str], list[str]]:
@@ -80,18 +153,10 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
     """Submit (kept off `avoid`), (shared) read back the GPUs Slurm gave and predict them from
     `history` (the History the placement was made with), record. Returns the `run --json`
     object."""
-    from wirewise.orchestrator.executor import executor_named
-    from wirewise.orchestrator.executor.core import SubmissionRefused
-
     env = {STRATEGY_ENV: strategy} if strategy else {}
     pin = placement["gpus"] if request.whole_node else None
-    try:
-        submitted = executor_named("slurm").submit(job_request(request, topo, ",".join(avoid or {}) or None),
-                                             CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
-    except SubmissionRefused as exc:
-        raise UserError(f"{exc}; {REFUSED_RUN}") from None
     result = {
-        "job_id": submitted.elements[0],
+        "job_id": _submit(request, job_request(request, topo, ",".join(avoid or {}) or None), env, pin),
         "mode": "whole-node" if request.whole_node else "shared",
         "node": request.node,
         "command": list(request.command),
@@ -113,16 +178,32 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
     return result
 
 
-def job_request(request: RunRequest, topo, exclude: str | None = None):
+def _submit(request: RunRequest, job, env: dict[str, str], pin: list[int] | None) -> str:
+    """The command submitted as `job` (a JobRequest); its Slurm job id. A refusal is one line, exit 2."""
+    from wirewise.orchestrator.executor import executor_named
+    from wirewise.orchestrator.executor.core import SubmissionRefused
+
+    try:
+        submitted = executor_named("slurm").submit(job, CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
+    except SubmissionRefused as exc:
+        raise UserError(f"{exc}; {REFUSED_RUN}") from None
+    return submitted.elements[0]
+
+
+def job_request(request: RunRequest, topo, exclude: str | None = None, nodelist: str | None = None,
+                segment: int | None = None):
     """The whole node (every GPU allocated: --exclusive alone leaves CUDA_VISIBLE_DEVICES unset,
-    and all its memory), or K GPUs on a node of the fabric; never on the nodes `exclude` lists."""
+    and all its memory), or K GPUs on a node of the fabric; never on the nodes `exclude` lists.
+    Across nodes (--nodes N): N nodes, K GPUs on each, named (`nodelist`) or kept in one block
+    (`segment`); the nodes were chosen by wiring, so no fabric feature is asked."""
     from wirewise.orchestrator.executor.core import JobRequest
 
+    across = request.nodes > 1
     return JobRequest(
         folder=request.job_folder, name="wirewise-run", time_min=request.time_min, cpus_per_task=request.cpus_per_task,
-        partition=request.partition, nodelist=request.node, exclude=exclude, whole_node=request.whole_node,
-        gpus_per_node=topo.gpus if request.whole_node else request.gpus,
-        constraint=None if request.whole_node else topo.fabric, labels=RUN_LABELS,
+        partition=request.partition, nodelist=nodelist or request.node, exclude=exclude, whole_node=request.whole_node,
+        gpus_per_node=topo.gpus if request.whole_node else request.gpus, nodes=request.nodes, segment=segment,
+        constraint=None if request.whole_node or across else topo.fabric, labels=RUN_LABELS,
     )
 
 

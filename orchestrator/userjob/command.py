@@ -22,7 +22,8 @@ from wirewise.orchestrator.slurm.values import HOST, check_values
 
 # The options a person typed, for each value they set.
 RUN_LABELS = {"nodelist": "--node", "partition": "-p/--partition", "time_min": "-t/--time",
-              "cpus_per_task": "-c/--cpus-per-task", "folder": "--folder", "gpus_per_node": "--gpus"}
+              "cpus_per_task": "-c/--cpus-per-task", "folder": "--folder", "gpus_per_node": "--gpus", "nodes": "--nodes",
+              "segment": "--nodes"}
 
 
 @dataclass
@@ -59,12 +60,16 @@ class RunRequest:
     cpus_per_task: int | None = None
     folder: Path = Path("wirewise-runs")
     start_timeout_s: float = 60.0
+    nodes: int = 1  # --nodes: a multi-node job, `gpus` on each
 
     def __post_init__(self) -> None:
         if self.node is not None:
             HOST.check(self.node, "--node")
+        if self.nodes > 1 and self.node is not None:
+            raise UserError(f"--node {self.node} names one node and --nodes {self.nodes} asks for {self.nodes}: "
+                            "give --nodes alone (wirewise chooses them from the stored nodes)")
         check_values({"partition": self.partition, "time_min": self.time_min, "cpus_per_task": self.cpus_per_task,
-                      "folder": str(self.job_folder)}, RUN_LABELS)
+                      "folder": str(self.job_folder), "nodes": self.nodes}, RUN_LABELS)
         if not (math.isfinite(self.start_timeout_s) and self.start_timeout_s >= 0):
             raise UserError(f"--start-timeout {self.start_timeout_s:g}: give the seconds to wait, 0 or more")
 

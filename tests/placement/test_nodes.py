@@ -170,3 +170,17 @@ def test_the_nodes_of_a_job_come_from_one_nvlink_domain_when_one_has_room() -> N
     assert five.domain is None and len(five.nodes) == 5
     assert "no NVLink domain has 5 such nodes (the most in one: 4): the job spans domains, over the network" in five.reasons
     assert choose_nodes([Candidate(n, NVL, ALL) for n in ("x", "y")], 16).as_dict()["nvlink_domain"] is None
+
+
+def test_a_job_that_asks_its_node_count_gets_that_many_nodes() -> None:
+    """`wirewise run --nodes 2 --gpus 4`: two nodes with four GPUs each (a whole quad on each),
+    from the domain that holds two, though 8 GPUs would fit one node; a count no wiring has is
+    said in the request's own terms."""
+    a = ("uuid-a", 2)
+    nodes = [Candidate(f"a{i}", NVL, ALL, a) for i in (1, 2)] + [Candidate("hgx", NVL, ALL, None)]
+    choice = choose_nodes(nodes, 8, per_node=4)
+    assert [(name, len(gpus)) for name, gpus in choice.nodes] == [("a1", 4), ("a2", 4)] and choice.domain == a
+    assert choice.predicted_busbw_gbs == 360.0  # a whole NVLink quad on each node
+    assert choose_nodes(nodes, 8, per_node=8).nodes == [("a1", ALL)]  # one node asked: the old way
+    with pytest.raises(Unplaceable, match=r"4 node\(s\) x 4 GPU\(s\) cannot be placed"):
+        choose_nodes(nodes, 16, per_node=4)

@@ -162,3 +162,57 @@ def test_the_survey_shows_the_domains(multinode, tmp_path):
     listed = wirewise("topo", "list", "--db", db, env={"COLUMNS": "120"}, check=True).stdout
     print(listed)
     assert "wwn1, wwn2" in listed and "fabric degraded: wwn3: GPU 2: bandwidth degraded" in listed
+
+
+def test_run_across_nodes_stays_inside_the_domain_and_checks_what_slurm_gave(multinode, tmp_path, db_url):
+    """`wirewise run --nodes 2`: placed by `place --across-nodes`' code on wwn1 and wwn2 (one
+    NVLink domain); on the flat cluster asked by name, on the cluster running blocks asked
+    `--segment=2`; either way the nodes Slurm gave are read back and found as asked. Three
+    nodes of one wiring do not exist here: said in one line, exit 2, nothing submitted. A
+    `--segment` Slurm did not keep (the flat cluster takes it and places the job anyway) is
+    what the check says."""
+    save_every_node(multinode, db_url)
+    common = ["--nodes", "2", "--gpus", "1", "-p", multinode.partition, "-t", "5", "--folder", str(tmp_path / "jobs"),
+              "--db", db_url, "--", "sleep", "30"]
+    proc = wirewise("run", "--json", *common, cwd=tmp_path)  # --json before `--`: after it, it is the command's
+    assert proc.returncode == 0, proc.stderr
+    named = json.loads(proc.stdout)
+    print(json.dumps(named, indent=1))
+    try:
+        assert named["nodes"] == ["wwn1", "wwn2"] and named["nvlink_domain"]["clique_id"] == 1
+        assert (named["asked"], named["given_nodes"], named["allocation"]) == ("--nodelist=wwn[1-2]", ["wwn1", "wwn2"], "as asked")
+        assert named["warnings"] == []
+    finally:
+        subprocess.run(["scancel", named["job_id"]], check=False)
+    topology = tmp_path / "topology.conf"
+    topology.write_text(wirewise("topo", "slurm", "--blocks", "--db", db_url, check=True).stdout)
+    multinode.use_topology(topology)
+    try:
+        shown = wirewise("run", *common, cwd=tmp_path)
+        print(shown.stdout)
+        assert shown.returncode == 0, shown.stderr
+        job = shown.stdout.split()[2]
+        subprocess.run(["scancel", job], check=False)
+        assert "asked --segment=2" in shown.stdout and "Slurm gave wwn1, wwn2: as asked" in shown.stdout
+        scripts = [p.read_text() for p in (tmp_path / "jobs").rglob(f"{job}_submission.sh")]
+        assert scripts and "#SBATCH --segment=2" in scripts[0]
+    finally:
+        multinode.use_topology(None)
+    three = wirewise("run", *common[:1], "3", *common[2:], cwd=tmp_path)
+    assert three.returncode == 2 and "3 node(s) x 1 GPU(s) cannot be placed" in three.stderr
+    assert len(three.stderr.strip().splitlines()) == 1
+
+
+def test_run_across_nodes_says_a_segment_slurm_did_not_keep(multinode, tmp_path):
+    """The check `wirewise run --nodes` makes, on a job that asked `--segment=2` of the flat
+    cluster (no blocks): Slurm placed it anyway, and the check says so."""
+    from wirewise.orchestrator.userjob import allocation_check
+
+    job = sbatch("-p", multinode.partition, "-N2", "--segment=2", "-o", str(tmp_path / "a.out"), "--wrap", "sleep 60")
+    try:
+        domain = {"cluster_uuid": "2f601e1b-277b-527f-a0a0-5537c7b08b89", "clique_id": 1}
+        given, problems = allocation_check(job, ["wwn1", "wwn2"], 2, domain, {}, 60)
+        assert len(given) == 2 and problems[0].startswith(f"job {job} asked --segment=2, but the cluster runs no block topology")
+        assert "outside the NVLink domain" in problems[1]  # no stored node sits in it here
+    finally:
+        subprocess.run(["scancel", job], check=False)

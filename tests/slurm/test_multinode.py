@@ -97,6 +97,9 @@ def test_nodes_differ_and_each_reports_its_own_wiring(multinode, tmp_path):
     assert {n: (w["gpus"], w["fabric"]) for n, w in wiring.items()} == {
         "wwn1": (4, "nvlink-all-to-all"), "wwn2": (4, "nvlink-all-to-all"), "wwn3": (3, "nvlink-groups")}
     assert wiring["wwn1"]["fingerprint"] == wiring["wwn2"]["fingerprint"] != wiring["wwn3"]["fingerprint"]
+    # where each sits (its fake NVML's fabric): wwn1 and wwn2 in one NVLink domain, wwn3 in another
+    assert wiring["wwn1"]["nvlink_domain"] == wiring["wwn2"]["nvlink_domain"] != wiring["wwn3"]["nvlink_domain"]
+    assert wiring["wwn1"]["nvlink_domain"]["clique_id"] == 1 and wiring["wwn3"]["nvlink_domain"] is not None
     assert wiring["wwn3"]["links"][1][2] == "NV6"
 
     assert multinode.exec("wwn2", "hostname").stdout.strip() == "wwn2"
