@@ -57,12 +57,10 @@ def collectives(
     if note:
         sys.stderr.write(f"wirewise: note: {note}\n")
 
-    estimate = cpu_sweep_estimate(params, spec)
-    if estimate and not json:
-        sys.stderr.write(f"wirewise: note: {estimate}\n")
     table = SweepLines()
     records, result_file = run_and_record(spec, db, label="collectives", quiet=json,
-                                          on_row=None if json else lambda row: print_lines(table.row(row)))
+                                          on_row=None if json else lambda row: print_lines(table.row(row)),
+                                          note=cpu_sweep_estimate(params, spec))
     ok = [json_row(r) for r in records if r.status == "ok"]
     if json:
         print_json([json_row(r) for r in records])

@@ -44,16 +44,21 @@ def progress_bar(*columns, quiet: bool):
     return Progress(*columns, transient=True, console=out, disable=quiet or not out.is_terminal)
 
 
-def run_and_record(spec, db: str | None, label: str, quiet: bool = False, on_row=None):
+def run_and_record(spec, db: str | None, label: str, quiet: bool = False, on_row=None, note: str | None = None):
     """Open the store (before spending minutes on the run), run `spec` here, store its records
-    and its task; returns (records, result file). A database that stays busy loses nothing: the
-    error names the result file and `wirewise collect` stores it later."""
+    and its task; returns (records, result file). `note` is said on stderr as the run starts,
+    once nothing can refuse it (bad input stays one line). A database that stays busy loses
+    nothing: the error names the result file and `wirewise collect` stores it later."""
+    import sys
+
     from wirewise.orchestrator.record.collect import ingest_patiently
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.campaigns import record_task
 
     run_dir = new_run_dir(spec.task_id)  # a bad WIREWISE_RUNS is an error before the database is touched
     store = Store(db)
+    if note:
+        sys.stderr.write(f"wirewise: note: {note}\n")
     result_file = run_here(spec, label, quiet, run_dir, on_row)
     records, _new = ingest_patiently(store, result_file)
     record_task(store, spec, records[0].status if records else "failed")

@@ -201,3 +201,11 @@ def test_rows_reach_a_pipe_as_they_are_measured_after_a_one_line_estimate(tmp_pa
                     "1M-1G sweep on 2 CPU ranks ran 5 min 45 s on a 2-core machine); -e sets a smaller largest size"], err
     assert proc.returncode == 130, err
     assert not any(line.split()[:1] == ["1024"] for line in rest.splitlines())  # each row printed once
+
+
+def test_the_estimate_waits_until_nothing_can_refuse_the_run(tmp_path):
+    """The default sweep on CPU ranks is long enough to be estimated, but a database that is no
+    URL refuses it first: one line, exit 2, no estimate before it."""
+    proc = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "--db", "bogus",
+                    env={"WIREWISE_RUNS": str(tmp_path / "runs")})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a database URL" in proc.stderr, proc.stderr
