@@ -209,3 +209,36 @@ def test_the_estimate_waits_until_nothing_can_refuse_the_run(tmp_path):
     proc = wirewise("bench", "collectives", "--backend", "gloo", "--nproc", "2", "--db", "bogus",
                     env={"WIREWISE_RUNS": str(tmp_path / "runs")})
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a database URL" in proc.stderr, proc.stderr
+
+
+def test_rows_show_above_the_bar_in_a_terminal_as_they_are_measured(tmp_path, db_url):
+    """The same sweep with stdout a terminal (a pseudo-terminal): the progress bar runs and the
+    first row, with its op's headings, is on the screen while the sweep goes on."""
+    import os
+    import pty
+    import re
+    import select
+    import signal
+    import subprocess
+
+    from tests.conftest import WIREWISE
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "WIREWISE_RUNS": str(tmp_path / "runs")}
+    proc = subprocess.Popen([WIREWISE, "bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce",
+                             "-b", "1K", "-e", "512M", "--db", db_url], stdout=slave, stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    screen, row = b"", None
+    try:
+        while row is None and select.select([master], [], [], 120)[0]:
+            screen += os.read(master, 4096)
+            text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", screen).decode(errors="replace")
+            row = re.search(r"^\s+1024\s+256\s+float32\s+sum\s+-1\s+in\s", text, re.M)
+        still_running = proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        proc.wait(120)
+    finally:
+        proc.kill()
+        os.close(master)
+    assert row is not None and "# all_reduce" in text and "collectives" in text, text[-2000:]
+    assert still_running, "the first row came only once the sweep had ended"
