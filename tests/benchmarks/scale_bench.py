@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
@@ -383,14 +383,37 @@ def cell(f: Figure | None, kind: str) -> str:
     return said
 
 
+def saved(database: str, label: str) -> Path:
+    return scale_fleet.data_folder() / f"figures-{database}-{label}.json"
+
+
+def save(database: str, label: str, figures: dict[str, Figure]) -> None:
+    """A run's figures kept beside the fleets: the table shows the latest of each database and
+    size, so `SCALE=12500 DATABASES=postgresql` runs one part and prints all of it."""
+    doc = {"measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": os.getloadavg()[0],
+           "figures": {name: asdict(figure) for name, figure in figures.items()}}
+    saved(database, label).write_text(json.dumps(doc, indent=1))
+
+
+def load(database: str, label: str) -> dict[str, Figure] | None:
+    try:
+        doc = json.loads(saved(database, label).read_text())
+    except (OSError, ValueError):
+        return None
+    print(f"   {database}, {label} nodes: measured {doc['measured_at']} at load {doc['load']:.1f}")
+    return {name: Figure(**fields) for name, fields in doc["figures"].items()}
+
+
 def main() -> int:
     databases = os.environ.get("DATABASES", "sqlite postgresql").split()
     labels = os.environ.get("SCALE", "1250 12500").split()
-    figures = {}
     for database in databases:
         for label in labels:
-            figures[(database, label)] = run_scale(database, scale_fleet.scale(label))
-    table(figures, databases)
+            save(database, label, run_scale(database, scale_fleet.scale(label)))
+    print("\nthe figures of each database and size, latest run:")
+    figures = {(database, label): found for database in ("sqlite", "postgresql") for label in scale_fleet.SCALES
+               if (found := load(database, label)) is not None}
+    table(figures, sorted({database for database, _ in figures}, reverse=True))
     return 0
 
 

@@ -240,7 +240,10 @@ class Writer:
             from sqlalchemy.engine import make_url
 
             parsed = make_url(self.url)
-            return psycopg.connect(host=parsed.host, port=parsed.port, user=parsed.username, dbname=parsed.database)
+            # autocommit: transaction() below is then the transaction itself (on a connection that
+            # began one implicitly it is a savepoint, and closing it rolled every row back)
+            return psycopg.connect(host=parsed.host, port=parsed.port, user=parsed.username, dbname=parsed.database,
+                                   autocommit=True)
         import sqlite3
 
         conn = sqlite3.connect(self.url.removeprefix("sqlite:///"), isolation_level=None)
@@ -370,6 +373,10 @@ def build(url: str, size: Scale) -> float:
     let_go(store)
     written = Writer(url).results(result_rows(size, topos), result_columns())
     seconds = time.perf_counter() - started
+    with store.read() as db:
+        stored = db.scalar("SELECT count(*) FROM results")
+    if stored != written:
+        raise SystemExit(f"{store.safe_url}: {written:,} results written, {stored:,} stored")
     print(f"  built {size.label} ({size.nodes:,} nodes, {written:,} results) at {store.safe_url}: {seconds:.0f} s, "
           f"{written / seconds:,.0f} rows/s", flush=True)
     return seconds
