@@ -10,11 +10,13 @@ The API, for every reader and writer:
 
 - `CASE_FIELDS[workload]`: the case's fields, in the order they are shown;
 - `FIELDS[name]`: each derived field: its column type and its meaning (docs/results.md shows it);
-- `derive(row, groups)`: every derived column of one record (a `ResultRecord.model_dump()` or a
-  stored row: the same names), `groups` the NVLink groups of its node 0 (None: unknown);
-- `case_of(row, groups)`: the record's case as a dict; `case_key(workload, case)`: its key;
+- `derive(row, groups, domains)`: every derived column of one record (a `ResultRecord.model_dump()`
+  or a stored row: the same names), `groups` the NVLink groups of its node 0 (None: unknown),
+  `domains` each stored node's NVLink domain (a node absent: its wiring is not stored);
+- `case_of(row, groups, domains)`: the record's case as a dict; `case_key(workload, case)`: its key;
 - `NOT_CASE`: every record field and parameter that is not in the case, with the reason;
-- `device_of`, `geometry_of`: the one rule for GPU or CPU ranks, and for the placement got.
+- `device_of`, `geometry_of`, `scope_of`: the one rule for GPU or CPU ranks, for the placement
+  got inside node 0, and for the fabric between its nodes.
 
 The store computes the case once, when a record is stored (wirewise.orchestrator.store.cases):
 the derived fields are columns of the results table, beside the record's own, and `case_key`
@@ -44,6 +46,9 @@ DEFAULT_ROOT = 0  # wirewise's broadcast root; nccl-tests' -r default
 
 DEVICES = ("gpu", "cpu")
 GEOMETRIES = ("packed", "spread")
+# The fabric between a run's nodes (scope_of): one node; nodes that all sit in one multi-node
+# NVLink domain (GB200/GB300 NVL72: their GPUs reach each other over NVLink); anything else.
+SCOPES = ("node", "nvlink-domain", "network")
 # The placement a run asked for (a campaign's policy, a pair test's label), as planners record
 # it in params.placement; the geometry it got is `geometry`.
 PLACEMENTS = ("packed", "spread", "all", "explicit", "cpu", "pair")
@@ -67,6 +72,48 @@ def geometry_of(gpus: list[int] | None, groups: list[list[int]] | None) -> str |
     return "packed" if any(set(gpus) <= set(group) for group in groups) else "spread"
 
 
+def scope_of(node_count: int | None, nodes: list[str] | None, domains: Mapping[str, Any] | None) -> str | None:
+    """'node' for a run on one node; over several, 'nvlink-domain' when every node sits in one
+    multi-node NVLink domain (`domains`: node -> its domain, None for none, as the store holds
+    each node's wiring: wirewise.topology.fabric.domain_of), else 'network'. None where it cannot
+    be told: the node count or the nodes unsaid, or a node whose wiring is not stored (the store
+    derives it again when that wiring is saved). CPU ranks too: the scope says where the nodes
+    sit, the device that the ranks do not use NVLink (a gloo pair inside a rack and one across
+    racks are still kept apart: never pooled, at worst judged on fewer peers)."""
+    if node_count == 1:
+        return "node"
+    if not node_count or not nodes or len(nodes) != node_count or domains is None:
+        return None
+    if any(node not in domains for node in nodes):
+        return None
+    found = {_hashable(domains[node]) for node in nodes}
+    return "nvlink-domain" if len(found) == 1 and None not in found else "network"
+
+
+def _hashable(domain: Any) -> Any:
+    """A domain as read back from JSON (a list) or given (a tuple): one hashable form."""
+    return tuple(domain) if isinstance(domain, list) else domain
+
+
+def with_scope(case: Mapping[str, Any]) -> dict[str, Any]:
+    """A case written before the fabric scope was a case field (baselines files before version 4,
+    baselines stored before db/versions/0015), with it: `node` for one node; over several it was
+    not said (empty), so such a baseline matches only results whose scope cannot be told
+    either, never a pair inside an NVLink domain or one across the network."""
+    if "scope" in case:
+        return dict(case)
+    return {**case, "scope": "node" if case.get("node_count") == 1 else None}
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a record ran, as the store knows it when it derives the case: node 0's NVLink
+    groups in its own numbering (None: unknown) and each stored node's NVLink domain."""
+
+    groups: list[list[int]] | None = None
+    domains: Mapping[str, Any] | None = None
+
+
 def ranks_of(gpu_count: int | None, world_size: int | None) -> int | None:
     """How many ranks ran: the GPUs (one rank each), or the CPU ranks (gpu_count 0); where the
     GPU count went unsaid, the rank count; None where that is unsaid too."""
@@ -83,67 +130,71 @@ def _extra(row: Mapping) -> Mapping:
     return row.get("extra") or {}
 
 
-def _ranks(row: Mapping, groups) -> int | None:
+def _ranks(row: Mapping, where: Where) -> int | None:
     return ranks_of(row.get("gpu_count"), row.get("world_size"))
 
 
-def _ranks_per_node(row: Mapping, groups) -> int | None:
-    ranks, nodes = _ranks(row, groups), row.get("node_count")
+def _ranks_per_node(row: Mapping, where: Where) -> int | None:
+    ranks, nodes = _ranks(row, where), row.get("node_count")
     if not ranks or not nodes or ranks % nodes:
         return None
     return ranks // nodes
 
 
-def _redop(row: Mapping, groups) -> str | None:
+def _redop(row: Mapping, where: Where) -> str | None:
     if row.get("workload") != "collective" or row.get("op") not in REDUCING_OPS:
         return None
     return str(_extra(row).get("redop") or DEFAULT_REDOP)
 
 
-def _root(row: Mapping, groups) -> int | None:
+def _root(row: Mapping, where: Where) -> int | None:
     if row.get("workload") != "collective" or row.get("op") not in ROOTED_OPS:
         return None
     root = _extra(row).get("root")
     return root if isinstance(root, int) and root >= 0 else DEFAULT_ROOT
 
 
-def _cuda_graph(row: Mapping, groups) -> bool | None:
+def _cuda_graph(row: Mapping, where: Where) -> bool | None:
     return bool(_params(row).get("cuda_graph")) if row.get("workload") == "collective" else None
 
 
-def _transport(row: Mapping, groups) -> str:
+def _transport(row: Mapping, where: Where) -> str:
     return str(_params(row).get("transport") or "default")
 
 
-def _device(row: Mapping, groups) -> str:
+def _device(row: Mapping, where: Where) -> str:
     return device_of(row.get("gpu_count"))
 
 
-def _geometry(row: Mapping, groups) -> str | None:
-    return None if _device(row, groups) == "cpu" else geometry_of(row.get("gpus"), groups)
+def _geometry(row: Mapping, where: Where) -> str | None:
+    return None if _device(row, where) == "cpu" else geometry_of(row.get("gpus"), where.groups)
 
 
-def _placement(row: Mapping, groups) -> str | None:
+def _scope(row: Mapping, where: Where) -> str | None:
+    return scope_of(row.get("node_count"), row.get("nodes"), where.domains)
+
+
+def _placement(row: Mapping, where: Where) -> str | None:
     placement = _params(row).get("placement")
     return str(placement) if placement is not None else None
 
 
-def _precision(row: Mapping, groups) -> str | None:
+def _precision(row: Mapping, where: Where) -> str | None:
     if row.get("workload") != "train":
         return None
     ran = _extra(row).get("precision") or _params(row).get("precision")
     if ran in (None, "auto"):  # a job that did not say, or a failed run's 'auto'
-        return AUTO_PRECISION[_device(row, groups)] if ran == "auto" else None
+        return AUTO_PRECISION[_device(row, where)] if ran == "auto" else None
     return str(ran)
 
 
-def _engine(row: Mapping, groups) -> str | None:
+def _engine(row: Mapping, where: Where) -> str | None:
     if row.get("workload") != "train":
         return None
     return str(_params(row).get("engine") or "native")
 
 
-def _compile(row: Mapping, groups) -> bool | None:
+def _compile(row: Mapping, where: Where) -> bool | None:
     if row.get("workload") != "train":
         return None
     value = _params(row).get("compile")
@@ -158,7 +209,7 @@ class Field:
     `width`, 'int' or 'flag'), how it is read, and what it means."""
 
     kind: str
-    read: Callable[[Mapping, Any], Any]
+    read: Callable[[Mapping, Where], Any]
     meaning: str
     width: int = 0
 
@@ -173,6 +224,8 @@ FIELDS: dict[str, Field] = {
     "ranks_per_node": Field("int", _ranks_per_node, "ranks (GPUs) per node: ranks / node_count"),
     "geometry": Field("text", _geometry, "the placement got: packed (one NVLink group) or spread (across groups), "
                       "from node 0's GPUs and wiring; empty where it cannot be told (one GPU, no wiring stored)", 16),
+    "scope": Field("text", _scope, "the fabric between the nodes: node (one node), nvlink-domain (every node in one "
+                   "multi-node NVLink domain), network (any other nodes); empty where a node's wiring is not stored", 16),
     "precision": Field("text", _precision, "what training ran as: fp32, bf16-mixed or bf16 (auto resolved)", 16),
     "engine": Field("text", _engine, "native or accelerate (wirewise's runs); accelerate or custom (a job's record)", 16),
     "compile": Field("flag", _compile, "torch.compile on (--compile); empty where a job's record does not say"),
@@ -191,7 +244,7 @@ RECORD_FIELDS = {
     "node_count": "how many nodes ran it (empty: an imported log that does not show every host)",
 }
 
-_SHAPE = ("transport", "device", "ranks", "node_count", "ranks_per_node", "geometry")
+_SHAPE = ("transport", "device", "ranks", "node_count", "ranks_per_node", "geometry", "scope")
 CASE_FIELDS: dict[str, tuple[str, ...]] = {
     "collective": ("source", "op", "dtype", "redop", "root", "bytes", "in_place", "cuda_graph", *_SHAPE),
     "train": ("source", "model", "strategy", "precision", "engine", "compile", "micro_batch", "seq_len", *_SHAPE),
@@ -206,19 +259,23 @@ def meaning(name: str) -> str:
     return FIELDS[name].meaning if name in FIELDS else RECORD_FIELDS[name]
 
 
-def derive(row: Mapping[str, Any], groups: list[list[int]] | None = None) -> dict[str, Any]:
+def derive(row: Mapping[str, Any], groups: list[list[int]] | None = None,
+           domains: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every derived column of one record or stored row, and its case_key."""
-    found = {name: field.read(row, groups) for name, field in FIELDS.items()}
+    where = Where(groups, domains)
+    found = {name: field.read(row, where) for name, field in FIELDS.items()}
     found["case_key"] = case_key(row["workload"], case_of({**row, **found}))
     return found
 
 
-def case_of(row: Mapping[str, Any], groups: list[list[int]] | None = None) -> dict[str, Any]:
+def case_of(row: Mapping[str, Any], groups: list[list[int]] | None = None,
+            domains: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The case of a row that holds its derived columns (a stored row, or a record passed
-    through `derive`); a record without them has them derived here (`groups` then gives its
-    geometry)."""
+    through `derive`); a record without them has them derived here (`groups` and `domains`
+    then give its geometry and scope)."""
     if any(name not in row for name in FIELDS):
-        row = {**row, **{name: field.read(row, groups) for name, field in FIELDS.items()}}
+        where = Where(groups, domains)
+        row = {**row, **{name: field.read(row, where) for name, field in FIELDS.items()}}
     return {name: row.get(name) for name in CASE_FIELDS[row["workload"]]}
 
 
@@ -243,7 +300,7 @@ def _plain(name: str, value: Any) -> Any:
 NOT_CASE: dict[str, str] = {
     # where and when it ran: readers put these beside the case
     "record_id": "the record's identity", "task_id": "the task's identity", "campaign": "which campaign ran it",
-    "node": "where it ran (node 0)", "nodes": "where it ran (every node)", "node_fingerprints": "each node's wiring",
+    "node": "where it ran (node 0)", "nodes": "where it ran (every node): the fabric between them is scope", "node_fingerprints": "each node's wiring",
     "fingerprint": "node 0's wiring: where, not what (readers group by it beside the case)",
     "fabric": "node 0's wiring class: where, not what (results shows it beside the case)",
     "gpus": "which physical GPUs: their count is ranks, their NVLink geometry is geometry",

@@ -39,8 +39,9 @@ ALLOWED = {
     # the store's case columns: a migration that adds a case field fills it by the store's own code
     ("db", "orchestrator"): {"wirewise.orchestrator.store.schema", "wirewise.orchestrator.store.engine",
                              "wirewise.orchestrator.store.cases"},
-    # a migration that puts stored figures on the record's meaning reads it from the record (0011: MFU's basis)
-    ("db", "contract"): {"wirewise.record"},
+    # a migration that puts stored figures on the record's meaning reads it from the record (0011: MFU's
+    # basis), and one that adds a case field from the case's definition (0015: an older baseline's scope)
+    ("db", "contract"): {"wirewise.record", "wirewise.case"},
     ("db", "db"): None,
 }
 # (importer module, imported module): the front door above, allowed inside functions only.

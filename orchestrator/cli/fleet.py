@@ -90,16 +90,20 @@ def print_verdict(report: dict) -> None:
     say(f"pair tests ({report['mode']}) on {len(report['nodes'])} node(s): {report['tests']} test(s) in "
         f"{report['rounds']} round(s), {report['op']} at {human_bytes(report['bytes'])}, {report['backend']} x "
         f"{report['ranks_per_node']} per node")
-    spread = f", healthy pairs spread {report['spread']:.0%}" if report["spread"] is not None else ""
-    if report["reference_gbs"] is None:
-        say("no test measured anything: every one failed", "red")
-    else:
-        say(f"fleet median {gbs_text(report['reference_gbs'])}; slow below {gbs_text(report['threshold_gbs'])} "
-            f"(tolerance {report['tolerance']:.0%}){spread}")
+    scopes = report["scopes"] if len(report["scopes"]) > 1 else {None: report}
+    for scope, figures in scopes.items():
+        where = f"{scope} ({figures['tests']} test(s)): " if scope else ""
+        spread = f", healthy pairs spread {figures['spread']:.0%}" if figures["spread"] is not None else ""
+        if figures["reference_gbs"] is None:
+            say(f"{where}no test measured anything: every one failed", "red")
+        else:
+            say(f"{where}fleet median {gbs_text(figures['reference_gbs'])}; slow below "
+                f"{gbs_text(figures['threshold_gbs'])} (tolerance {report['tolerance']:.0%}){spread}")
     for node in report["bad_nodes"]:
         evidence = report["evidence"]["nodes"][node]
         ratio = f", {evidence['ratio']:.0%} of the median" if evidence["ratio"] is not None else ""
-        partners = ", ".join(f"{p['with']} {gbs_text(p['busbw_gbs'])}" for p in evidence["pairs"])
+        partners = ", ".join(f"{p['with']} {gbs_text(p['busbw_gbs'])}" + (f" ({p['scope']})" if p.get("scope") else "")
+                             for p in evidence["pairs"])
         say(f"bad node {node}: best pair {gbs_text(evidence['busbw_gbs'])}{ratio}; its tests: {partners}", "red")
     for pair in report["evidence"]["pairs"]:
         ratio = f" ({pair['ratio']:.0%} of the median)" if pair["ratio"] is not None else ""
@@ -111,7 +115,8 @@ def print_verdict(report: dict) -> None:
     for found in report.get("findings", []):
         say(f"finding on {found['node']}: {found['reason']} (`wirewise fleet drain` confirms and drains)", "red")
     if report["healthy"]:
-        say(f"healthy: every node and pair at or above {gbs_text(report['threshold_gbs'])}", "green")
+        floor = "its scope's floor" if len(report["scopes"]) > 1 else gbs_text(report["threshold_gbs"])
+        say(f"healthy: every node and pair at or above {floor}", "green")
     say(f"stored as campaign {report['campaign']} (`wirewise campaign status {report['campaign']} --nodes`)")
 
 

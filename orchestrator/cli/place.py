@@ -91,6 +91,9 @@ def print_nodes(result: dict) -> None:
         table.add_row(escape(row["node"]), row["cuda_visible_devices"])
     out = console()
     out.print(table)
+    if result["between_nodes_busbw_gbs"] is not None:
+        out.print(f"- between the nodes ({result['scope']}): {result['between_nodes_busbw_gbs']:.3g} GB/s busbw, "
+                  f"{result['between_nodes_basis']}", markup=False, highlight=False)
     for reason in result["reasons"]:
         out.print(f"- {reason}", markup=False, highlight=False)
 

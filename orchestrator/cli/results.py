@@ -36,6 +36,7 @@ def results(
     gpus: Annotated[int | None, typer.Option("--gpus", help="Rank count: GPUs over every node (CPU ranks, for CPU runs).")] = None,
     placement: Annotated[str | None, typer.Option("--placement", help="The placement asked for: packed, spread, all, explicit, cpu (a campaign's), pair (a pair test).")] = None,
     geometry: Annotated[str | None, typer.Option("--geometry", help="The placement got: packed (one NVLink group) or spread (across groups).")] = None,
+    scope: Annotated[str | None, typer.Option("--scope", help="The fabric between the nodes: node (one node), nvlink-domain (one NVLink domain), network.")] = None,
     transport: Annotated[str | None, typer.Option("--transport", help="default or pcie.")] = None,
     source: Source = None,
     status: Annotated[str | None, typer.Option("--status", help="ok, oom, failed, timeout, cancelled.")] = None,
@@ -57,8 +58,8 @@ def results(
         raise UserError("--json and --csv: give one of them (both print every row, as JSON or as CSV)")
     filters = parse_filters(
         fabric=fabric, fingerprint=fingerprint, node=node, workload=workload, op=op, bytes=size, model=model,
-        strategy=strategy, gpus=gpus, placement=placement, geometry=geometry, transport=transport, source=source, status=status,
-        since=since, campaigns=campaign, include_cpu=include_cpu,
+        strategy=strategy, gpus=gpus, placement=placement, geometry=geometry, scope=scope, transport=transport, source=source,
+        status=status, since=since, campaigns=campaign, include_cpu=include_cpu,
     )
     fields = parse_group_by(group_by)
     store = Store.existing(db)

@@ -6,7 +6,9 @@ gloo ranks where the nodes have no GPUs), submitted as a job of its own through 
 a round's tests run at once (they share no node). Between rounds the results are collected
 into the store and read back from it (wirewise.orchestrator.store.fleet.pair_results), the
 scheduler (schedule.py) picks the next round from them, and the verdict (verdict.py) is the
-same function placement and drain rules use. The campaign is an ordinary one: `campaign
+same function placement and drain rules use. A pair's fabric scope (inside one NVLink domain,
+or over the network: wirewise.case.scope_of) is read from the nodes' stored wirings once, at
+the start; each scope is judged on its own. The campaign is an ordinary one: `campaign
 status`, `collect`, `resume` and `cancel` work on it, and its folder holds verdict.json.
 """
 
@@ -61,12 +63,15 @@ def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: fl
     if len(usable) < 2:
         listed = ", ".join(f"{n.name} ({n.unavailable or 'up'})" for n in nodes[:6])
         raise UserError(f"pair tests need at least 2 nodes that take work; {scope.describe()} has {len(usable)}: {listed}")
+    from wirewise.orchestrator.store.fleet import pair_scopes
+
     campaign = _PairCampaign.start(store, scope, usable, test, name or _default_name(), executor)
     names = [n.name for n in usable]
+    fabric = pair_scopes(store)
     measures: list[Measure] = []
     rounds = 0
     try:
-        while pairs := next_round(names, measures, mode, tolerance):
+        while pairs := next_round(names, measures, mode, tolerance, fabric):
             rounds += 1
             found = campaign.run_round(pairs)
             measures += found
@@ -75,7 +80,7 @@ def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: fl
     except KeyboardInterrupt:
         campaign.cancel()
         raise
-    verdict = judge(names, measures, tolerance)
+    verdict = judge(names, measures, tolerance, fabric)
     report = {"campaign": campaign.name, "mode": mode, "op": test.op, "bytes": test.size, "backend": campaign.backend,
               "ranks_per_node": campaign.ranks, "nodes": names, "rounds": rounds,
               "left_out": [{"node": n, "reason": r} for n, r in left_out.items()], **verdict.to_json()}

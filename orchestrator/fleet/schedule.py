@@ -1,7 +1,7 @@
 """Which pairs of nodes to test next. Pure: nodes and the tests so far in, the next round out
 (disjoint pairs, so a round's tests run at once without sharing a node); an empty round ends.
 
-    next_round(nodes, measures, mode, tolerance) -> [(a, b), ...]   (mode: quick or all)
+    next_round(nodes, measures, mode, tolerance, scope) -> [(a, b), ...]   (mode: quick or all)
 
 quick: first the nodes in disjoint pairs, in order (n/2 tests); then each node of a bad pair
 that is not known good, and each node not tested yet (the odd one out), against a known-good
@@ -22,18 +22,19 @@ n/2 for even n, n rounds of (n-1)/2 for odd n).
 
 from __future__ import annotations
 
-from wirewise.orchestrator.fleet.verdict import Measure, Pair, judge
+from wirewise.orchestrator.fleet.verdict import Measure, Pair, Scope, judge
 
 MODES = ("quick", "all")
 
 
-def next_round(nodes: list[str], measures: list[Measure], mode: str, tolerance: float) -> list[Pair]:
+def next_round(nodes: list[str], measures: list[Measure], mode: str, tolerance: float,
+               scope: Scope | None = None) -> list[Pair]:
     tested = {m.key for m in measures}
     if mode == "all" or len(nodes) < 4:
         return _next_of_all(nodes, tested)
     if not measures:
         return [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
-    verdict = judge(nodes, measures, tolerance)
+    verdict = judge(nodes, measures, tolerance, scope)
     unresolved = verdict.suspects + verdict.untested
     good = verdict.known_good
     pairs: list[Pair] = []

@@ -5,8 +5,9 @@ off bad nodes.
     pair_standing(store, nodes, tolerance) -> Measured   (wirewise.orchestrator.placement.nodes.Measured)
 
 Every pair test counts (known by its label: wirewise.orchestrator.store.fleet.pair_results;
-another two-node collective is another case), judged as `fleet pairs` judges (verdict.judge) within its campaign, at the
-largest size it measured of each op, apart for CPU and GPU ranks. A node's standing is its
+another two-node collective is another case), judged as `fleet pairs` judges (verdict.judge)
+within its campaign, one case (wirewise.case: op, dtype, device, ranks per node, the fabric
+scope between the two nodes, ...) at a time, at the largest size the campaign measured it. A node's standing is its
 verdict in the newest campaign that tested it: bad -> avoided (with its evidence), healthy
 -> preferred; a slow link between two healthy nodes is one placement does not span. Drained
 nodes and other reasons to avoid a node add to `avoid` the same way.
@@ -40,7 +41,8 @@ def pair_standing(store, nodes: Iterable[str] | None, tolerance: float) -> Measu
         tested = {n for row in rows for n in row.nodes}
         if wanted is not None and not tested & wanted:
             continue
-        for (op, device, size), measures in _cases(rows).items():
+        for (case, size), measures in _cases(rows).items():
+            op = dict(case).get("op")
             names = sorted({n for m in measures for n in m.nodes})
             verdict = judge(names, measures, tolerance)
             for node, evidence in verdict.bad_nodes.items():
@@ -65,20 +67,19 @@ def figure_of(rows):
 
 
 def _cases(rows) -> dict[tuple, list[Measure]]:
-    """One campaign's pair results as measures per (op, device, size): its largest size of each
-    op, each pair's latest test there; a test that failed before measuring counts as failed in
-    each of them."""
+    """One campaign's pair results as measures per (case less size and form, size): each case
+    at its largest size, each pair's latest test there (out of place where both forms were
+    measured); a test that failed before measuring counts as failed in each of them."""
     largest: dict[tuple, int] = {}
     for row in rows:
         if row.op is not None and row.bytes is not None:
-            key = (row.op, row.device)
-            largest[key] = max(largest.get(key, 0), row.bytes)
+            largest[row.sizes_key] = max(largest.get(row.sizes_key, 0), row.bytes)
     failed = [row for row in rows if row.status != "ok"]
     cases: dict[tuple, list[Measure]] = {}
-    for (op, device), size in largest.items():
+    for case, size in largest.items():
         tests: dict[frozenset[str], list] = {}
         for row in rows:  # newest first: a pair's first task is its latest
-            if (row.op, row.device, row.bytes) == (op, device, size):
+            if row.sizes_key == case and row.bytes == size:
                 held = tests.setdefault(frozenset(row.nodes), [])
                 if not held or held[0].task_id == row.task_id:
                     held.append(row)
@@ -86,9 +87,9 @@ def _cases(rows) -> dict[tuple, list[Measure]]:
                     if (chosen := figure_of(held)) is not None}
         for row in failed:
             measures.setdefault(frozenset(row.nodes), Measure(row.nodes, None, row.error))
-        cases[(op, device, size)] = list(measures.values())
+        cases[(case, size)] = list(measures.values())
     if not cases and failed:
-        cases[(None, None, None)] = list({frozenset(r.nodes): Measure(r.nodes, None, r.error) for r in failed}.values())
+        cases[((), None)] = list({frozenset(r.nodes): Measure(r.nodes, None, r.error) for r in failed}.values())
     return cases
 
 

@@ -25,13 +25,14 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
-from wirewise.case import CASE_FIELDS
+from wirewise.case import CASE_FIELDS, with_scope
 from wirewise.case import case_key as contract_case_key
 
 MAD_TO_SIGMA = 1.4826  # a normal distribution's sigma from its median absolute deviation
 FORMAT = "wirewise-baselines"
-VERSION = 3  # 3: `scaled_mad` (2 named it `spread`, which is a relative range elsewhere); 2: the case is wirewise.case's
-READS = (2, 3)  # version 1's cases lacked precision, nodes, CUDA graph, source ...: not one case of today's
+# 4: the case holds `scope`; 3: `scaled_mad` (2 named it `spread`, a relative range elsewhere); 2: wirewise.case's case
+VERSION = 4
+READS = (2, 3, 4)  # version 1's cases lacked precision, nodes, CUDA graph, source ...: not one case of today's
 RENAMED = {2: {"spread": "scaled_mad"}}  # an older version's entry keys, as this version names them
 METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}  # what is judged, per workload
 # The newest results of a case on a wiring that a bounded baseline rests on (the prolog's, and
@@ -266,6 +267,8 @@ def as_current(raw: Any, version: int) -> Any:
     for key, value in raw.items():
         new = renamed.get(key, key)
         current[key if new in raw and new != key else new] = value
+    if version < 4 and isinstance(current.get("case"), dict):
+        current["case"] = with_scope(current["case"])
     return current
 
 

@@ -8,8 +8,10 @@ run one) of the node against a known-good node.
   suspect (only in bad pairs, never beside a known-good node) and an untested node are not
   judged; a slow link between two good nodes is a link, not a node: no finding either.
 - The finding keeps the test (op, size, iterations, backend, ranks per node, timeout), the
-  nodes known good in that run, and the floor it was judged by: (1 - tolerance) x the fleet's
-  median. A repeat passes at or above that floor, so a re-test is judged as the finding was.
+  nodes known good in that run whose pair with it has the fabric scope it was found in (inside
+  one NVLink domain, or over the network), and the floor it was judged by: (1 - tolerance) x
+  its scope's median. A repeat passes at or above that floor, so a re-test is judged as the
+  finding was, against a partner of the same scope.
 """
 
 from __future__ import annotations
@@ -57,18 +59,19 @@ def pair_finding(node: str, report: dict[str, Any], test) -> Finding:
     ratio = evidence["ratio"]
     tests = ", ".join(f"{p['with']} {gbs_text(p['busbw_gbs'])}" for p in evidence["pairs"])
     said = (f"every test failed, its partners being healthy" if evidence["busbw_gbs"] is None else
-            f"best pair {gbs_text(evidence['busbw_gbs'])} busbw, {ratio:.0%} of the fleet's {gbs_text(report['reference_gbs'])}")
+            f"best pair {gbs_text(evidence['busbw_gbs'])} busbw, {ratio:.0%} of the fleet's {gbs_text(evidence['reference_gbs'])}"
+            + (f" ({evidence['scope']})" if evidence.get("scope") else ""))
     return Finding(
         node, RULE, f"pair test {report['campaign']}, {op} at {human_bytes(size)}: {said}; its tests: {tests}",
         "check the node's network link (`ip -s link`, `ethtool`, the switch port, its NIC's firmware); "
         "`wirewise fleet drain --apply` repeats the test against a healthy node before it drains",
         metric=f"{op}.busbw", delta="failed" if ratio is None else percent(ratio - 1),
         key=f"{RULE}|{op}|{size}|{report['backend']}",
-        measurement={"workload": "pairs", "partners": [n for n in report["known_good"] if n != node],
+        measurement={"workload": "pairs", "scope": evidence.get("scope"), "partners": evidence["partners"],
                      "test": {"op": op, "size": size, "iters": test.iters, "warmup": test.warmup,
                               "backend": report["backend"], "gpus": report["ranks_per_node"], "timeout_s": test.timeout_s}},
-        reference={"workload": "pairs", "metric": "busbw_gbs", "reference_gbs": report["reference_gbs"],
-                   "floor": report["threshold_gbs"], "tolerance": report["tolerance"], "campaign": report["campaign"]},
+        reference={"workload": "pairs", "metric": "busbw_gbs", "reference_gbs": evidence["reference_gbs"],
+                   "floor": evidence["threshold_gbs"], "tolerance": report["tolerance"], "campaign": report["campaign"]},
     )
 
 

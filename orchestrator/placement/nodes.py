@@ -14,12 +14,23 @@ eligible nodes, the job's nodes all come from it (over NVLink, not the network),
 the fewest spare nodes first so larger ones stay whole; when none has, the choice says so, and
 the job spans domains over the network. A request that fits one node goes to the node whose
 best set predicts fastest, then the one it fills most exactly.
+
+Between nodes, NVLink inside a domain and the network are different figures (CoreWeave's
+nccl-tests README: 745 GB/s all_reduce busbw inside one NVL72 rack, 298 across twenty), so
+what pair tests measured is read by fabric scope (wirewise.case.scope_of: the nodes' domains):
+nodes are ranked by their best pair of the choice's own scope, and the choice predicts the
+busbw between its nodes from pairs of that scope only: the slowest measured pair among the
+chosen nodes, else the median of that scope's measured pairs; none where that scope has no
+measured pair (an NVLink-domain figure never stands for a job over the network, nor the
+reverse).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import median
 
+from wirewise.case import scope_of
 from wirewise.orchestrator.placement import Unplaceable, select_gpus
 from wirewise.orchestrator.placement.wiring import Wiring
 from wirewise.topology import Topology
@@ -45,8 +56,10 @@ class Measured:
     slow_links: set[frozenset[str]] = field(default_factory=set)  # pairs of healthy nodes whose link is slow
     healthy: set[str] = field(default_factory=set)  # nodes their latest pair test found healthy
 
-    def best_of(self, node: str) -> float:
-        return max((bw for pair, bw in self.busbw.items() if node in pair), default=0.0)
+    def best_of(self, node: str, pairs: set[frozenset[str]] | None = None) -> float:
+        """The node's best measured pair (of `pairs` only, where given)."""
+        return max((bw for pair, bw in self.busbw.items() if node in pair and (pairs is None or pair in pairs)),
+                   default=0.0)
 
     def knows(self, node: str) -> bool:
         return node in self.healthy or any(node in pair for pair in self.busbw)
@@ -61,6 +74,9 @@ class NodeChoice:
     switches: int | None  # leaf switches spanned, when the network topology is known
     reasons: list[str] = field(default_factory=list)
     domain: tuple[str, int] | None = None  # the NVLink domain every chosen node sits in; None: not one
+    scope: str | None = None  # the fabric between the nodes (wirewise.case.scope_of)
+    between_gbs: float | None = None  # busbw measured between nodes of that scope (pair tests)
+    between_basis: str | None = None  # what between_gbs rests on
 
     def as_dict(self) -> dict:
         return {
@@ -70,6 +86,7 @@ class NodeChoice:
             "predicted_busbw_gbs": self.predicted_busbw_gbs,
             "switches": self.switches,
             "nvlink_domain": domain_json(self.domain),
+            "scope": self.scope, "between_nodes_busbw_gbs": self.between_gbs, "between_nodes_basis": self.between_basis,
             "reasons": self.reasons,
         }
 
@@ -135,8 +152,11 @@ def _spread_over(members: list[Candidate], k: int, fingerprint: str, picker: _Se
         eligible, domain, said = _one_domain(eligible, count)
         if said:
             reasons.append(said)
+        domains = {node.name: node.domain for node in members}
+        scope = "nvlink-domain" if domain is not None else "network"
+        alike = _of_scope(measured, domains, scope)
         if any(measured.knows(node.name) for node in eligible):
-            chosen = _pick_measured(eligible, count, per_node, measured)
+            chosen = _pick_measured(eligible, count, per_node, measured, alike)
             switches = len({leaf_of.get(node.name, "?") for node in chosen}) if leaf_of else None
             reasons.append("by what pair tests measured: nodes found healthy first, best busbw first, "
                            "no two joined by a link judged slow")
@@ -146,7 +166,9 @@ def _spread_over(members: list[Candidate], k: int, fingerprint: str, picker: _Se
         busbw = min((picker.best(node, per_node)[1] or 0.0) for node in chosen) if per_node > 1 else None
         if switches is not None:
             reasons.append(f"under {switches} leaf switch(es)")
-        return NodeChoice(placed, per_node, fingerprint, busbw, switches, reasons, domain)
+        scope = scope_of(count, [node.name for node in chosen], domains)
+        between, basis = _between(measured, {node.name for node in chosen}, _of_scope(measured, domains, scope), scope)
+        return NodeChoice(placed, per_node, fingerprint, busbw, switches, reasons, domain, scope, between, basis)
     return None
 
 
@@ -192,11 +214,28 @@ def _pick_nodes(eligible: list[Candidate], count: int, per_node: int,
     return taken, used
 
 
-def _pick_measured(eligible: list[Candidate], count: int, per_node: int, measured: Measured) -> list[Candidate]:
+def _of_scope(measured: Measured, domains: dict, scope: str | None) -> set[frozenset[str]]:
+    """The measured pairs of this fabric scope, among nodes whose domain is known."""
+    return {pair for pair in measured.busbw if scope_of(2, sorted(pair), domains) == scope}
+
+
+def _between(measured: Measured, chosen: set[str], alike: set[frozenset[str]], scope: str | None) -> tuple[float | None, str | None]:
+    """(busbw between the chosen nodes, what it rests on): the slowest measured pair among
+    them, else the median of the measured pairs of their scope; (None, None) where it has none."""
+    among = [measured.busbw[pair] for pair in alike if pair <= chosen]
+    if among:
+        return min(among), f"measured between these nodes ({len(among)} pair(s), the slowest)"
+    if alike:
+        return median(measured.busbw[pair] for pair in alike), f"measured between other nodes of scope {scope} ({len(alike)} pair(s), their median)"
+    return None, None
+
+
+def _pick_measured(eligible: list[Candidate], count: int, per_node: int, measured: Measured,
+                   alike: set[frozenset[str]] | None = None) -> list[Candidate]:
     """`count` nodes by what was measured: healthy first, then by each node's best measured
-    pair, then those the request fills most exactly; a node joined to one already chosen by a
-    slow link comes only when nothing else is left."""
-    order = sorted(eligible, key=lambda node: (node.name not in measured.healthy, -measured.best_of(node.name),
+    pair (of `alike`: the choice's fabric scope), then those the request fills most exactly; a
+    node joined to one already chosen by a slow link comes only when nothing else is left."""
+    order = sorted(eligible, key=lambda node: (node.name not in measured.healthy, -measured.best_of(node.name, alike),
                                                len(node.free) - per_node, node.name))
     chosen: list[Candidate] = []
     later: list[Candidate] = []

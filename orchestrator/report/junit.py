@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -93,14 +94,16 @@ def pair_cases(report: dict) -> list[Case]:
     from wirewise.units import gbs_text
 
     suite = report["campaign"]
-    floor = gbs_text(report["threshold_gbs"]) if report["threshold_gbs"] is not None else "no floor (nothing measured)"
     cases = []
     for pair in report["pairs"]:
         name = "-".join(sorted(pair["nodes"]))
         if pair["status"] == "ok":
             cases.append(Case(suite, name, PASSED))
             continue
-        said = pair.get("error") or f"{gbs_text(pair['busbw_gbs'])} below the floor {floor}"
+        floor = _floor_of(report, pair)
+        floor = gbs_text(floor) if floor is not None else "no floor (nothing measured)"
+        where = f" ({pair['scope']})" if pair.get("scope") else ""
+        said = pair.get("error") or f"{gbs_text(pair['busbw_gbs'])} below the floor {floor}{where}"
         blamed = [f"bad node {n}: best pair {gbs_text(report['evidence']['nodes'][n]['busbw_gbs'])}"
                   for n in pair["nodes"] if n in report["bad_nodes"]]
         blamed += [f"bad pair: {p['why']}" for p in report["evidence"]["pairs"] if sorted(p["nodes"]) == sorted(pair["nodes"])]
@@ -108,6 +111,13 @@ def pair_cases(report: dict) -> list[Case]:
     cases += [Case(suite, node, SKIPPED, "not tested") for node in report["untested"]]
     cases += [Case(suite, left["node"], SKIPPED, f"left out: {left['reason']}") for left in report["left_out"]]
     return cases
+
+
+def _floor_of(report: dict[str, Any], pair: dict[str, Any]) -> float | None:
+    """The threshold a pair of a verdict's JSON (`fleet pairs --json`) was judged by: its
+    scope's, else the verdict's one."""
+    scope = report.get("scopes", {}).get(pair.get("scope"))
+    return scope["threshold_gbs"] if scope else report["threshold_gbs"]
 
 
 __all__ = ["Case", "FAILED", "PASSED", "SKIPPED", "campaign_cases", "doctor_cases", "junit_text", "pair_cases", "write_junit"]

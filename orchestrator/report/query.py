@@ -14,7 +14,7 @@ from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from wirewise.case import GEOMETRIES, PLACEMENTS
+from wirewise.case import GEOMETRIES, PLACEMENTS, SCOPES
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import (
@@ -32,7 +32,7 @@ def parse_filters(**options: Any) -> Filters:
     from wirewise.units import parse_size
 
     for name, choices in (("workload", WORKLOADS), ("source", SOURCES), ("status", STATUSES),
-                          ("placement", PLACEMENTS), ("geometry", GEOMETRIES), ("transport", TRANSPORTS), ("strategy", None)):
+                          ("placement", PLACEMENTS), ("geometry", GEOMETRIES), ("scope", SCOPES), ("transport", TRANSPORTS), ("strategy", None)):
         if options.get(name) is not None and options[name] not in (choices or _strategies()):
             raise UserError(f"--{name} {options[name]!r}: choose one of {', '.join(choices or _strategies())}")
     if options.get("op") is not None:

@@ -6,7 +6,10 @@ column, so that results, compare, report and every decision group in SQL on one 
 geometry needs node 0's NVLink groups: read from the wiring stored under the result's node and
 fingerprint (a task's wiring is stored in the same transaction, before its records), else from
 the wiring of that fingerprint first seen on another node, as the report derived it before.
-A result whose wiring was never stored has no geometry.
+The scope needs the NVLink domain of every node of a multi-node result: each node's as its
+current wiring reported it. A result whose wiring was never stored has no geometry, one with a
+node whose wiring was never stored no scope; storing that wiring (`topo save`, a probe, a
+task's collect) derives them again (refill_for_wiring).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ if TYPE_CHECKING:
 
 # What a row must hold for its case to be derived (wirewise.case reads these).
 SOURCE_COLUMNS = tuple(dict.fromkeys(("id", "workload", "params", "extra", "gpus", "gpu_count", "world_size", "node",
-                                      "fingerprint", *RECORD_FIELDS)))
+                                      "nodes", "fingerprint", *RECORD_FIELDS)))
+JSON_SOURCES = ("params", "extra", "gpus", "nodes")
 REFILL_BATCH = 5_000  # rows per read and per UPDATE of a refill
 
 
@@ -40,7 +44,31 @@ def case_columns() -> list[Column]:
 def with_cases(connection: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row (a record's model_dump) with its derived columns and case_key."""
     wirings = Wirings(connection, {(row["node"], row["fingerprint"]) for row in rows if row.get("fingerprint")})
-    return [{**row, **derive(row, wirings.groups(row.get("node"), row.get("fingerprint")))} for row in rows]
+    domains = node_domains(connection, _other_nodes(rows))
+    return [{**row, **derive(row, wirings.groups(row.get("node"), row.get("fingerprint")), domains)} for row in rows]
+
+
+def _other_nodes(rows: list[dict[str, Any]]) -> set[str]:
+    """The nodes of the multi-node rows: whose domains decide their scope."""
+    return {node for row in rows if (row.get("node_count") or 1) > 1 for node in row.get("nodes") or []}
+
+
+def node_domains(connection: Connection, names: set[str]) -> dict[str, Any]:
+    """Each named node whose wiring is stored -> its multi-node NVLink domain as its current
+    wiring reported it (wirewise.orchestrator.store.topology.domain_in; None: in none)."""
+    from sqlalchemy import bindparam, text
+
+    from wirewise.orchestrator.store.topology import domain_in
+
+    if not names:
+        return {}
+    statement = text("SELECT n.name, nt.details FROM nodes n JOIN node_topologies nt ON nt.node_id = n.id "
+                     "WHERE n.name IN :names ORDER BY nt.last_seen DESC").bindparams(bindparam("names", expanding=True))
+    found: dict[str, Any] = {}
+    for name, details in connection.execute(statement, {"names": sorted(names)}):
+        if name not in found:  # the most recently seen wiring is the node's current one
+            found[name] = domain_in(_json(details))
+    return found
 
 
 class Wirings:
@@ -99,19 +127,25 @@ def refill_cases(connection: Connection, where: str = "", params: dict[str, Any]
     update = text(f"UPDATE results SET {', '.join(f'{name} = :{name}' for name in names)} WHERE id = :row_id")
     for rows in _batches(connection, where, params or {}):
         wirings = Wirings(connection, {(row["node"], row["fingerprint"]) for row in rows if row["fingerprint"]})
+        domains = node_domains(connection, _other_nodes(rows))
         values = []
         for row in rows:
-            derived = derive(row, wirings.groups(row["node"], row["fingerprint"]))
+            derived = derive(row, wirings.groups(row["node"], row["fingerprint"]), domains)
             values.append({"row_id": row["id"], **{name: derived[name] for name in names}})
         connection.execute(update, values)
 
 
 def refill_for_wiring(connection: Connection, node: str, fingerprint: str) -> None:
     """Derive again the cases a node's newly stored (or changed) wiring decides: its own results
-    of that wiring, and results of that wiring on other nodes that had none to read (their
-    geometry empty): a result stored before its node's wiring was saved gets its geometry now."""
-    refill_cases(connection, "fingerprint = :fingerprint AND (node = :node OR geometry IS NULL)",
-                 {"fingerprint": fingerprint, "node": node})
+    of that wiring, results of that wiring on other nodes that had none to read (their geometry
+    empty), and the multi-node results it took part in (their scope: its NVLink domain). A
+    result stored before its node's wiring was saved gets its geometry and scope now."""
+    from sqlalchemy import inspect
+
+    where = "fingerprint = :fingerprint AND (node = :node OR geometry IS NULL)"
+    if "scope" in {column["name"] for column in inspect(connection).get_columns("results")}:
+        where = f"({where}) OR (node_count > 1 AND CAST(nodes AS VARCHAR) LIKE :named)"
+    refill_cases(connection, where, {"fingerprint": fingerprint, "node": node, "named": f'%{json.dumps(node)}%'})
 
 
 def _batches(connection: Connection, where: str, params: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
@@ -124,7 +158,7 @@ def _batches(connection: Connection, where: str, params: dict[str, Any]) -> Iter
         rows = [dict(zip(SOURCE_COLUMNS, row))
                 for row in connection.execute(select, {**params, "start": start, "stop": start + REFILL_BATCH})]
         for row in rows:
-            for name in ("params", "extra", "gpus"):
+            for name in JSON_SOURCES:
                 row[name] = _json(row[name])
         if rows:
             yield rows

@@ -59,6 +59,7 @@ class Filters:
     gpus: int | None = None
     placement: str | None = None  # asked (a campaign's policy, a pair test's label)
     geometry: str | None = None  # got (wirewise.case.geometry_of)
+    scope: str | None = None  # the fabric between the nodes (wirewise.case.scope_of)
     transport: str | None = None
     source: str | None = None
     status: str | None = None
@@ -115,7 +116,8 @@ def _where(f: Filters, p: Params) -> list[str]:
     equal = {
         "fabric": f.fabric, "fingerprint": f.fingerprint, "node": f.node, "workload": f.workload, "op": f.op,
         "bytes": f.bytes, "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status,
-        "placement": f.placement, "geometry": f.geometry, "transport": f.transport, RANKS: f.gpus, "case_key": f.case_key,
+        "placement": f.placement, "geometry": f.geometry, "scope": f.scope, "transport": f.transport, RANKS: f.gpus,
+        "case_key": f.case_key,
     }
     found = [f"{column} = {p(value)}" for column, value in equal.items() if value is not None]
     if f.since is not None:
@@ -240,7 +242,7 @@ def _fixed(f: Filters) -> dict[str, Any]:
     """The group fields whose value the filters fix (an equality on the field's own column)."""
     fixed = {"fabric": f.fabric, "fingerprint": f.fingerprint, "node": f.node, "op": f.op, "bytes": f.bytes,
              "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status, "ranks": f.gpus,
-             "placement": f.placement, "geometry": f.geometry, "transport": f.transport,
+             "placement": f.placement, "geometry": f.geometry, "scope": f.scope, "transport": f.transport,
              "campaign": f.campaigns[0] if len(f.campaigns) == 1 else None}
     return {name: value for name, value in fixed.items() if value is not None}
 

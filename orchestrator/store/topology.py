@@ -62,16 +62,22 @@ class NodeWiring:
     @property
     def domain(self) -> tuple[str, int] | None:
         """The multi-node NVLink domain (cluster UUID, clique id) the node's GPUs reported when
-        this wiring was saved (wirewise.topology.fabric.domain_of); None: in none."""
-        from wirewise.topology.fabric import domain_of
-
-        gpus = self.details.get("gpus") or []
-        return domain_of([gpu.get("fabric") for gpu in gpus]) if gpus else None
+        this wiring was saved; None: in none."""
+        return domain_in(self.details)
 
     @property
     def groups(self) -> list[list[int]] | None:
         """NVLink groups in the node's own GPU numbering."""
         return wiring_groups(self.parsed, self.details)
+
+
+def domain_in(details: dict[str, Any]) -> tuple[str, int] | None:
+    """The multi-node NVLink domain a node's row says its GPUs reported (its details' GPUs'
+    fabric: wirewise.topology.fabric.domain_of); None: in none."""
+    from wirewise.topology.fabric import domain_of
+
+    gpus = details.get("gpus") or []
+    return domain_of([gpu.get("fabric") for gpu in gpus]) if gpus else None
 
 
 def wiring_groups(parsed: dict[str, Any], details: dict[str, Any]) -> list[list[int]] | None:

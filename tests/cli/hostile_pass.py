@@ -1025,7 +1025,7 @@ BASELINE = {"fingerprint": "f" * 64, "workload": "collective", "metric": "busbw_
             "results": 4, "nodes": 2, "sources": {"wirewise": 4},
             "case": {"source": "wirewise", "op": "all_reduce", "dtype": "float32", "redop": "sum", "root": None,
                      "bytes": 1024, "in_place": False, "cuda_graph": False, "transport": "default", "device": "gpu",
-                     "ranks": 2, "node_count": 1, "ranks_per_node": 2, "geometry": "packed"}}
+                     "ranks": 2, "node_count": 1, "ranks_per_node": 2, "geometry": "packed", "scope": "node"}}
 
 
 def baselines_doc(*entries, **top) -> str:

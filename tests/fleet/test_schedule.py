@@ -118,3 +118,47 @@ def test_the_json_keys_are_the_documented_ones():
     run = ["campaign", "mode", "op", "bytes", "backend", "ranks_per_node", "nodes", "rounds", "left_out"]
     opened = ["findings", "node", "reason"]  # the findings the verdict opened (wirewise.orchestrator.health.pairs)
     assert listed == run + list(judge(["a", "b"], [Measure(("a", "b"), 1.0)], TOLERANCE).to_json()) + opened
+
+
+def _domains_fleet(bad: set[str] = frozenset()):
+    """Eight nodes in two NVLink domains of four (GB200 trays): a pair inside a domain measures
+    745 GB/s +-3%, across domains 298 (CoreWeave's nccl-tests README: one rack, and across
+    twenty); a bad node's pairs a tenth of their scope's figure. Every pair tested (mode all)."""
+    rng = random.Random(11)
+    nodes = [f"n{i}" for i in range(8)]
+    domain = {node: i // 4 for i, node in enumerate(nodes)}
+
+    def scope(pair):
+        return "nvlink-domain" if domain[pair[0]] == domain[pair[1]] else "network"
+
+    measures = []
+    while pairs := next_round(nodes, measures, "all", TOLERANCE, scope):
+        for pair in pairs:
+            figure = (745.0 if scope(pair) == "nvlink-domain" else 298.0) * rng.uniform(0.97, 1.03)
+            measures.append(Measure(pair, figure / 10 if set(pair) & bad else figure))
+    return nodes, measures, scope
+
+
+def test_pairs_across_nvlink_domains_are_judged_apart_from_pairs_inside_one():
+    """Judged as one scope, every healthy pair across domains is 'slow' against the NVLink pairs
+    (298 vs 745 GB/s); judged by scope, nothing is flagged, each scope with its own figure."""
+    nodes, measures, scope = _domains_fleet()
+    pooled = judge(nodes, measures, TOLERANCE)
+    assert pooled.flagged  # what judging the two fabrics as one did
+    verdict = judge(nodes, measures, TOLERANCE, scope)
+    assert not verdict.flagged and verdict.known_good == nodes
+    assert verdict.scopes["nvlink-domain"]["reference_gbs"] == pytest.approx(745, rel=0.05)
+    assert verdict.scopes["network"]["reference_gbs"] == pytest.approx(298, rel=0.05)
+    assert verdict.reference_gbs is None and {p["scope"] for p in verdict.pairs} == {"nvlink-domain", "network"}
+    assert verdict.scopes["nvlink-domain"]["tests"] == 12 and verdict.scopes["network"]["tests"] == 16
+
+
+def test_a_bad_node_is_named_with_its_scopes_figures_and_partners_of_its_scope():
+    nodes, measures, scope = _domains_fleet({"n2"})
+    verdict = judge(nodes, measures, TOLERANCE, scope)
+    assert sorted(verdict.bad_nodes) == ["n2"] and not verdict.bad_pairs and "n2" not in verdict.known_good
+    evidence = verdict.bad_nodes["n2"]
+    assert evidence["reference_gbs"] == pytest.approx(verdict.scopes[evidence["scope"]]["reference_gbs"])
+    assert evidence["threshold_gbs"] == pytest.approx(verdict.scopes[evidence["scope"]]["threshold_gbs"])
+    assert {p["with"] for p in evidence["pairs"]} == set(nodes) - {"n2"}  # every test with it, each with its scope
+    assert evidence["partners"] and all(scope(("n2", n)) == evidence["scope"] for n in evidence["partners"])

@@ -127,3 +127,29 @@ def test_a_two_node_run_of_a_campaign_is_no_pair_test(db_url) -> None:
     store_measurement(store, [pair_test(a, b, busbw, "pairs-2") for (a, b), busbw in slow_nvl3], TOPO, "nvl1")
     avoid = pair_standing(store, None, 0.2).avoid
     assert list(avoid) == ["nvl3"] and avoid["nvl3"].startswith("pair test pairs-2: ")
+
+
+def test_pairs_inside_an_nvlink_domain_and_across_are_two_cases_of_the_standing(db_url) -> None:
+    """nvl1 and nvl2 sit in one NVLink domain, nvl3 and nvl4 in another (their stored GPUs'
+    fabric). One pair test campaign measured 745 GB/s inside each domain and 298 across (the
+    CoreWeave figures). Judged as one case, every pair across domains was a slow link between
+    healthy nodes; judged by case (the scope is one of its fields), nothing is slow, each node
+    healthy, and each pair stored with its scope."""
+    from wirewise.orchestrator.fleet.standing import pair_standing
+    from wirewise.orchestrator.store.topology import save_topology
+
+    store = Store(db_url)
+    for node, uuid in (("nvl1", "a"), ("nvl2", "a"), ("nvl3", "b"), ("nvl4", "b")):
+        fabric = {"cluster_uuid": f"{uuid * 8}-0000-0000-0000-000000000001", "clique_id": 1, "state": "completed",
+                  "status": 0, "health_mask": 0}
+        gpus = [{"index": i, "fabric": fabric} for i in range(TOPO.gpus)]
+        save_topology(store, TOPO.model_copy(update={"details": {**TOPO.details, "gpus": gpus}}), node)
+    figures = {("nvl1", "nvl2"): 745.0, ("nvl3", "nvl4"): 740.0, ("nvl1", "nvl3"): 298.0, ("nvl2", "nvl4"): 300.0}
+    store_measurement(store, [pair_test(a, b, busbw, "pairs-d") for (a, b), busbw in figures.items()])
+    standing = pair_standing(store, None, 0.2)
+    assert (standing.avoid, standing.slow_links) == ({}, set())
+    assert standing.healthy == {"nvl1", "nvl2", "nvl3", "nvl4"}
+    scopes = {tuple(row["nodes"]): row["scope"] for row in wirewise_json(
+        "results", "--placement", "pair", "--group-by", "nodes,scope", "--db", db_url)}
+    assert scopes == {("nvl1", "nvl2"): "nvlink-domain", ("nvl3", "nvl4"): "nvlink-domain",
+                      ("nvl1", "nvl3"): "network", ("nvl2", "nvl4"): "network"}

@@ -184,3 +184,29 @@ def test_a_job_that_asks_its_node_count_gets_that_many_nodes() -> None:
     assert choose_nodes(nodes, 8, per_node=8).nodes == [("a1", ALL)]  # one node asked: the old way
     with pytest.raises(Unplaceable, match=r"4 node\(s\) x 4 GPU\(s\) cannot be placed"):
         choose_nodes(nodes, 16, per_node=4)
+
+
+def test_between_nodes_the_figure_of_their_own_fabric_scope() -> None:
+    """Pair tests measured 745 GB/s between nodes of domain A (a3: 700) and less across domains
+    (CoreWeave's nccl-tests README: 745 inside one NVL72 rack, 298 across twenty), one cross pair
+    at a bogus 900. Two nodes come from A, ranked by their best pair inside A (a3's 900 across
+    domains says nothing of NVLink): a1 and a2, predicted at the slowest pair measured between
+    them. Four nodes span domains: the network's pairs rank them and give the figure, never the
+    NVLink one. A scope nothing was measured in gets none."""
+    from wirewise.orchestrator.placement.nodes import Measured
+
+    a = ("uuid-a", 1)
+    nodes = ([Candidate(f"a{i}", NVL, ALL, a) for i in (1, 2, 3)] + [Candidate("b1", NVL, ALL, ("uuid-b", 1))]
+             + [Candidate("h1", NVL, ALL, None)])
+    measured = Measured(busbw={frozenset(("a1", "a2")): 745.0, frozenset(("a2", "a3")): 700.0,
+                               frozenset(("a3", "b1")): 900.0, frozenset(("a1", "h1")): 298.0},
+                        healthy={"a1", "a2", "a3", "b1", "h1"})
+    inside = choose_nodes(nodes, 16, None, measured)
+    assert sorted(name for name, _ in inside.nodes) == ["a1", "a2"] and inside.scope == "nvlink-domain"
+    assert inside.between_gbs == 745.0 and inside.between_basis.startswith("measured between these nodes")
+    spanning = choose_nodes(nodes, 32, None, measured)
+    assert spanning.domain is None and spanning.scope == "network"
+    assert sorted(name for name, _ in spanning.nodes) == ["a1", "a3", "b1", "h1"]
+    assert spanning.as_dict()["between_nodes_busbw_gbs"] == 298.0  # the slowest network pair among them
+    unmeasured = choose_nodes([Candidate(f"c{i}", NVL, ALL, ("uuid-c", 1)) for i in (1, 2)], 16, None, measured)
+    assert (unmeasured.scope, unmeasured.between_gbs, unmeasured.between_basis) == ("nvlink-domain", None, None)

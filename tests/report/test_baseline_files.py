@@ -176,13 +176,22 @@ def test_a_version_2_file_is_read_its_spread_taken_as_scaled_mad(url, tmp_path):
     kept under the new name; a version 2 entry that holds both names is refused (one figure);
     a version 1 file is refused, naming the versions read."""
     old = {k: v for k, v in GOOD.items() if k != "scaled_mad"} | {"spread": 0.5}
+    old["case"] = {k: v for k, v in old["case"].items() if k != "scope"}  # version 2 had none
     path = tmp_path / "v2.json"
     path.write_text(json.dumps({"format": "wirewise-baselines", "version": 2, "baselines": [old]}))
     wirewise("baseline", "import", str(path), "--db", url, check=True)
     out = tmp_path / "out.json"
     wirewise("baseline", "export", "--out", str(out), "--db", url, check=True)
     doc = json.loads(out.read_text())
-    assert doc["version"] == VERSION == 3 and [b["scaled_mad"] for b in doc["baselines"]] == [0.5]
+    assert doc["version"] == VERSION == 4 and [b["scaled_mad"] for b in doc["baselines"]] == [0.5]
+    assert [b["case"] for b in doc["baselines"]] == [GOOD["case"]]  # one node: scope `node`
+    pair = {**GOOD, "fingerprint": "b" * 64, "case": {**old["case"], "node_count": 2, "ranks_per_node": 1}}
+    three = tmp_path / "v3.json"
+    three.write_text(json.dumps({"format": "wirewise-baselines", "version": 3, "baselines": [pair]}))
+    wirewise("baseline", "import", str(three), "--db", url, check=True)
+    wirewise("baseline", "export", "--out", str(out), "--db", url, check=True)
+    [read] = [b for b in json.loads(out.read_text())["baselines"] if b["fingerprint"] == "b" * 64]
+    assert read["case"]["scope"] is None  # two nodes: the file did not say over which fabric
     both = tmp_path / "both.json"
     both.write_text(json.dumps({"format": "wirewise-baselines", "version": 2, "baselines": [{**old, "scaled_mad": 0.5}]}))
     proc = wirewise("baseline", "import", str(both), "--db", url)
@@ -190,4 +199,4 @@ def test_a_version_2_file_is_read_its_spread_taken_as_scaled_mad(url, tmp_path):
     one = tmp_path / "v1.json"
     one.write_text(json.dumps({"format": "wirewise-baselines", "version": 1, "baselines": [old]}))
     proc = wirewise("baseline", "import", str(one), "--db", url)
-    assert proc.returncode == 2 and "reads versions 2, 3" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "reads versions 2, 3, 4" in proc.stderr, proc.stderr

@@ -84,7 +84,8 @@ def test_results_shows_each_planted_field_as_its_own_case(planted):
     assert {r["geometry"] for r in collective} == {"packed", "spread"}
     [base] = [r for r in train if r["tokens_per_s_median"] == TOKENS]
     assert base["count"] == 2 and {r["count"] for r in train if r is not base} == {1}
-    table = wirewise("results", "--workload", "collective", "--db", planted, check=True).stdout
+    # wide enough for every varying field (scope too: the 2-node run's second node has no wiring stored)
+    table = wirewise("results", "--workload", "collective", "--db", planted, env={"COLUMNS": "220"}, check=True).stdout
     assert "2 x 2" in table and "1 x 4" in table and "graph" in table and "bfloat16" in table
 
 

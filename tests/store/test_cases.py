@@ -203,3 +203,35 @@ def derive_of(record: ResultRecord) -> dict:
     from wirewise.case import derive
 
     return derive(record.model_dump(), QUADS.groups)
+
+
+def test_the_scope_is_the_fabric_between_the_nodes_and_filled_when_their_wiring_is_saved(url, tmp_path):
+    """Two-node results stored before any wiring have no scope (one node: `node`). Once each
+    node's fabric is saved (`topo save --from-file` of GB200 trays' fabric CSV: rack-a1 and
+    rack-a2 in one NVLink domain, rack-b1 in another), a pair inside the domain is
+    `nvlink-domain`, one across domains `network`, each its own case; a pair with a node never
+    saved still has none. `results --scope` finds each."""
+    from tests.conftest import wirewise, wirewise_json
+
+    fabric = FIXTURES / "smi" / "gb200-built-fabric.csv"
+    other = tmp_path / "other-rack.csv"
+    other.write_text(fabric.read_text().replace("9c6f5af3", "1111aaaa"))
+    pair = dict(gpus=[0, 1], gpu_count=4, world_size=4, node_count=2, node="rack-a1")
+    records = {"inside": _collective(**pair, nodes=["rack-a1", "rack-a2"]),
+               "across": _collective(**pair, nodes=["rack-a1", "rack-b1"]),
+               "unsaved": _collective(**pair, nodes=["rack-a1", "rack-zz"]),
+               "one node": _collective(node="rack-a1")}
+    store_measurement(Store(url), list(records.values()))
+
+    def scopes() -> dict[str, str | None]:
+        stored = _stored(url)
+        return {name: stored[r.record_id]["scope"] for name, r in records.items()}
+
+    assert scopes() == {"inside": None, "across": None, "unsaved": None, "one node": "node"}
+    for node, path in (("rack-a1", fabric), ("rack-a2", fabric), ("rack-b1", other)):
+        wirewise("topo", "save", "--from-file", str(path), "--node", node, "--db", url, check=True)
+    assert scopes() == {"inside": "nvlink-domain", "across": "network", "unsaved": None, "one node": "node"}
+    stored = _stored(url)
+    assert stored[records["inside"].record_id]["case_key"] != stored[records["across"].record_id]["case_key"]
+    assert [row["scope"] for row in wirewise_json("results", "--scope", "network", "--db", url)] == ["network"]
+    assert {row["scope"] for row in wirewise_json("results", "--db", url)} == {"nvlink-domain", "network", None, "node"}

@@ -135,11 +135,12 @@ def test_array_ids_dropped_and_restored_by_the_downgrade(url):
 def test_an_imported_baselines_robust_deviation_is_renamed_scaled_mad_and_back(url, tmp_path):
     """0014 renames baselines.spread (1.4826 x MAD in the metric's unit, beside `results`' and
     `compare`'s relative `spread`) to scaled_mad, values kept: a row stored at 0013 is exported
-    with its scaled_mad; the downgrade names it spread again."""
+    with its scaled_mad (and, by 0015, its case's scope); the downgrade names it spread again
+    and takes the scope back out."""
     from tests.cli.hostile_pass import BASELINE
 
     _migrate(url, "0013")
-    case = {k: v for k, v in BASELINE["case"].items()}
+    case = {k: v for k, v in BASELINE["case"].items() if k != "scope"}  # as stored before 0015
     _insert(url, "baselines", [{
         "fingerprint": BASELINE["fingerprint"], "workload": "collective", "case_key": json.dumps(case, sort_keys=True),
         "case": case, "metric": "busbw_gbs", "median": 10.0, "spread": 0.75, "results": 4, "nodes": 2,
@@ -148,8 +149,10 @@ def test_an_imported_baselines_robust_deviation_is_renamed_scaled_mad_and_back(u
     wirewise_json("baseline", "export", "--out", str(out), "--json", "--db", url)
     [exported] = json.loads(out.read_text())["baselines"]
     assert exported["scaled_mad"] == 0.75 and "spread" not in exported
+    assert exported["case"] == {**case, "scope": "node"}  # 0015: a one-node case's scope
     _migrate(url, "0013", down=True)
     engine = sa.create_engine(url)
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT spread FROM baselines")).scalar() == 0.75
+        spread, stored = conn.execute(sa.text('SELECT spread, "case" FROM baselines')).one()
     engine.dispose()
+    assert spread == 0.75 and (json.loads(stored) if isinstance(stored, str) else stored) == case
