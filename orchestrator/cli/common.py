@@ -60,15 +60,22 @@ def console():
     return Console()
 
 
-def print_tables(tables) -> None:
-    """Rich tables on stdout: on a terminal its width; piped to a file or another program,
-    COLUMNS where it is set (as ls and git honour it), else as wide as they need (rich would
-    cut cells at 80 columns there)."""
+def output_width() -> int | None:
+    """The width tables print at: on a terminal its width; piped to a file or another program,
+    COLUMNS where it is set (as ls and git honour it), else None: as wide as they need (rich
+    would cut cells at 80 columns there)."""
     import os
 
     out = console()
+    return out.width if out.is_terminal or os.environ.get("COLUMNS", "").isdigit() else None
+
+
+def print_tables(tables) -> None:
+    """Rich tables on stdout at output_width()."""
+    out = console()
+    width = output_width()
     for table in tables:
-        if not out.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        if width is None:
             out.width = 10_000  # measure unconstrained, then print at the table's own width
             out.width = max(80, out.measure(table).maximum)
         out.print(table)

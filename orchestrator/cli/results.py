@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, folder_path, print_json, print_tables
+from wirewise.orchestrator.cli.common import DbOption, JsonOption, command_group, folder_path, output_width, print_json, print_tables
 
 app = command_group("Read stored results back: query, compare, report.")
 
@@ -72,7 +72,7 @@ def results(
         for line in notes:  # beside the rows, which a script reads from stdout
             typer.echo(line, err=True)
         return
-    print_tables(results_tables(found.rows))
+    print_tables(results_tables(found.rows, output_width()))
     if not found.rows:
         typer.echo("no results match")
     for line in notes:

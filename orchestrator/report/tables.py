@@ -25,36 +25,94 @@ def _bandwidth(gbs: float) -> str:
     return f"{gbs:.2f}" if gbs >= 1 else f"{gbs:.3g}"
 
 
-SHAPE = ("ranks", "node_count", "ranks_per_node")
-WHOLE = ("model", "strategy", "op", "status", "n")  # names never cut or wrapped in a narrow table: other cells wrap instead  # shown as one column: nodes x GPUs per node
+SHAPE = ("ranks", "node_count", "ranks_per_node")  # shown as one column: nodes x GPUs per node
+HEADINGS = {"shape": "nodes x GPUs", "in_place": "place", "micro_batch": "batch", "seq_len": "seq"}  # no wider than their values
+WHOLE = ("source", "model", "strategy", "op", "transport", "status", "n")  # names never cut or wrapped in a narrow table
 
 
-def results_tables(rows: list[dict[str, Any]]) -> list:
+def results_tables(rows: list[dict[str, Any]], width: int | None = None) -> list:
     """One table per workload; a key field with one value in every row goes into the title. A
-    run's ranks, nodes and ranks per node are one column, 'nodes x GPUs per node' (1 x 4, 2 x 2)."""
-    from rich import box
-    from rich.table import Table
-
+    run's ranks, nodes and ranks per node are one column, 'nodes x GPUs per node' (1 x 4, 2 x 2).
+    Where a column per varying field would not fit `width` (a training table varies in up to
+    eight), the fields are one 'case' column that wraps between fields, each as field=value."""
     tables = []
     for workload in dict.fromkeys(row["workload"] for row in rows):
         mine = [row for row in rows if row["workload"] == workload]
-        keys = _shaped([name for name in GROUP_FIELDS if any(name in row for row in mine)])
+        keys = [*_shaped([name for name in GROUP_FIELDS if any(name in row for row in mine)]), "status"]
         same = [name for name in keys if len({cell_text(name, _cell(row, name)) for row in mine}) == 1]
         varying = [name for name in keys if name not in same]
-        metrics = [m for m in METRICS[workload] if m in _SHOWN]
         common = ", ".join(f"{_heading(name)} {cell_text(name, _cell(mine[0], name))}" for name in same)
-        table = Table(title=f"{workload}: {sum(r['count'] for r in mine)} results" + (f"; {common}" if common else ""),
-                      title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 0))
-        for name in [*varying, "status", "n"]:
-            table.add_column(_heading(name), justify="right" if name in ("bytes", "shape", "n") else "left",
-                             no_wrap=name in WHOLE, overflow="fold")
-        for metric in metrics:
-            table.add_column(_SHOWN[metric][0], justify="right", overflow="fold")
-        for row in mine:
-            cells = [cell_text(name, _cell(row, name)) for name in varying] + [cell_text("status", row["status"]), str(row["count"])]
-            table.add_row(*cells, *(metric_text(row, m) for m in metrics))
+        title = f"{workload}: {sum(r['count'] for r in mine)} results" + (f"; {common}" if common else "")
+        metrics = [m for m in METRICS[workload] if m in _SHOWN]
+        cells = [[cell_text(name, _cell(row, name)) for name in varying] for row in mine]
+        if width is None or _least_width(varying, cells, mine, metrics) <= width:
+            table = _columns_table(title, mine, varying, metrics)
+        else:
+            table = _case_column_table(title, mine, varying, metrics)
         tables.append(table)
     return tables
+
+
+def _columns_table(title: str, rows: list[dict[str, Any]], varying: list[str], metrics: list[str]):
+    """A column per varying field; names are never cut or wrapped (WHOLE), the figures wrap at
+    their line break (metric_text)."""
+    table = _table(title)
+    for name in [*varying, "n"]:
+        table.add_column(_heading(name), justify="right" if name in ("bytes", "shape", "n") else "left",
+                         no_wrap=name in WHOLE, overflow="fold")
+    for metric in metrics:
+        table.add_column(_SHOWN[metric][0], justify="right", overflow="fold")
+    for row in rows:
+        table.add_row(*(cell_text(name, _cell(row, name)) for name in varying), str(row["count"]),
+                      *(metric_text(row, m) for m in metrics))
+    return table
+
+
+def _case_column_table(title: str, rows: list[dict[str, Any]], varying: list[str], metrics: list[str]):
+    """The varying fields as one 'case' column ('mistral-1b ddp precision=bf16 batch=8 ...'),
+    each field=value one word so that a line breaks only between fields; figures never wrap."""
+    table = _table(title)
+    table.add_column("case", overflow="fold")
+    for name in ("status", "n") if "status" in varying else ("n",):
+        table.add_column(name, justify="right" if name == "n" else "left", no_wrap=True)
+    for metric in metrics:
+        table.add_column(_SHOWN[metric][0], justify="right", no_wrap=True)
+    fields = sorted((name for name in varying if name != "status"), key=lambda name: name not in WHOLE)  # names first
+    for row in rows:
+        case = " ".join(_case_word(name, _cell(row, name)) for name in fields)
+        status = [cell_text("status", row["status"])] if "status" in varying else []
+        table.add_row(case, *status, str(row["count"]), *(metric_text(row, m).replace("\n", " ") for m in metrics))
+    return table
+
+
+def _case_word(name: str, value: Any) -> str:
+    """A field as one word: a name's value alone (mistral-1b, ddp), others field=value, the
+    shape as nodes×GPUs=2×4."""
+    text = cell_text(name, value)
+    if name in WHOLE:
+        return text
+    if name == "shape":
+        return "nodes×GPUs=" + text.replace(" x ", "×").replace(" ", "_")
+    return f"{name}={text.replace(' ', '_')}"
+
+
+def _table(title: str):
+    from rich import box
+    from rich.table import Table
+
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 0))
+
+
+def _least_width(varying: list[str], cells: list[list[str]], rows: list[dict[str, Any]], metrics: list[str]) -> int:
+    """The narrowest a column per field can be with no field cut: each field as wide as its
+    heading and values, each figure as its longest word or line (its heading wraps between
+    words), one space between columns."""
+    fields = [max(len(_heading(name)), *(len(row[i]) for row in cells)) for i, name in enumerate(varying)]
+    counts = max(len(str(row["count"])) for row in rows)
+    figures = [max(*(len(word) for word in _SHOWN[m][0].split()), *(len(line) for row in rows for line in metric_text(row, m).split("\n")))
+               for m in metrics]
+    columns = [*fields, counts, *figures]
+    return sum(columns) + len(columns) - 1
 
 
 def _shaped(keys: list[str]) -> list[str]:
@@ -71,7 +129,7 @@ def _cell(row: dict[str, Any], name: str) -> Any:
 
 
 def _heading(name: str) -> str:
-    return "nodes x GPUs" if name == "shape" else name
+    return HEADINGS.get(name, name)
 
 
 def left_out_lines(left_out: list[dict[str, Any]], where: str = "") -> list[str]:
