@@ -36,6 +36,11 @@ def _isolate_settings() -> Path:
 TEST_HOME = _isolate_settings()
 FIXTURES = ROOT / "tests" / "fixtures"
 WIREWISE = str(Path(sys.executable).with_name("wirewise"))
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment, which a command
+# piped in real use does not have (wirewise's tables honour COLUMNS in a pipe): a test that wants
+# a width says so (env={"COLUMNS": "80"}).
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 # Real services, installed and started on demand by their own scripts (see each folder).
 pytest_plugins = ["tests.slurm.fixture", "tests.slurm.multinode", "tests.pg.fixture"]

@@ -70,7 +70,8 @@ def _columns_table(title: str, rows: list[dict[str, Any]], varying: list[str], m
 
 def _case_column_table(title: str, rows: list[dict[str, Any]], varying: list[str], metrics: list[str]):
     """The varying fields as one 'case' column ('mistral-1b ddp precision=bf16 batch=8 ...'),
-    each field=value one word so that a line breaks only between fields; figures never wrap."""
+    each field=value one word so that a line breaks only between fields; a figure's range
+    stays on its own line (metric_text), and figures are never cut."""
     table = _table(title)
     table.add_column("case", overflow="fold")
     for name in ("status", "n") if "status" in varying else ("n",):
@@ -81,7 +82,7 @@ def _case_column_table(title: str, rows: list[dict[str, Any]], varying: list[str
     for row in rows:
         case = " ".join(_case_word(name, _cell(row, name)) for name in fields)
         status = [cell_text("status", row["status"])] if "status" in varying else []
-        table.add_row(case, *status, str(row["count"]), *(metric_text(row, m).replace("\n", " ") for m in metrics))
+        table.add_row(case, *status, str(row["count"]), *(metric_text(row, m) for m in metrics))
     return table
 
 
