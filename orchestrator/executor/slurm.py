@@ -72,13 +72,17 @@ class SlurmExecutor:
 
     @staticmethod
     def segment(request: JobRequest) -> int | None:
-        """--segment for a multi-node job Slurm places itself (no node list) on a cluster whose
-        block topology has a block that holds it (one NVLink domain: docs/fleet.md); None
-        otherwise, and off a cluster (a dry run)."""
-        from wirewise.orchestrator.slurm.blocks import cluster_blocks, segment_for
+        """--segment for a multi-node job on a cluster running blocks: one placed by Slurm (no
+        node list) asks for a block that holds it (one NVLink domain: docs/fleet.md); one that
+        names nodes in several blocks (a pair test across domains) asks segments of one node,
+        which Slurm would otherwise refuse. None otherwise, and off a cluster (a dry run)."""
+        from wirewise.jobenv import hostnames
+        from wirewise.orchestrator.slurm.blocks import cluster_blocks, segment_across, segment_for
 
-        if request.nodes < 2 or request.nodelist:
+        if request.nodes < 2:
             return None
+        if request.nodelist:
+            return segment_across(hostnames(request.nodelist), cluster_blocks())
         return segment_for(request.nodes, cluster_blocks())
 
     def array_limit(self, dry_run: bool = False) -> int | None:

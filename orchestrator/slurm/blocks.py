@@ -7,6 +7,7 @@ topology.yaml (25.05+), and the reader of the blocks a cluster runs with.
     blocks_from(text) -> {block: [nodes]}      `scontrol show topology` (BlockName=... Nodes=...)
     cluster_blocks()                           the same, asked of this cluster ({} without blocks or Slurm)
     segment_for(nodes, blocks)                 the --segment a job of N nodes asks: N where a block holds N
+    segment_across(nodes, blocks)              1 for a job whose named nodes lie in several blocks
     allocation_problems(job_ids)               what Slurm gave the jobs that asked --segment, checked
     job_nodes(job_id)                          the nodes a job holds (None until it holds them)
 
@@ -150,6 +151,15 @@ def segment_for(nodes: int, blocks: Mapping[str, list[str]]) -> int | None:
     if nodes > 1 and any(len(members) >= nodes for members in blocks.values()):
         return nodes
     return None
+
+
+def segment_across(nodes: list[str], blocks: Mapping[str, list[str]]) -> int | None:
+    """--segment=1 for a job whose named nodes lie in more than one block; None otherwise. The
+    block plugin refuses a job of N nodes that no one block holds ("Requested node configuration
+    is not available" for -w wwn2,wwn3 in two blocks, seen on 25.11) unless its segments may sit
+    in different blocks: a pair test across NVLink domains is two segments of one node."""
+    homes = {name for node in nodes for name, members in blocks.items() if node in members}
+    return 1 if len(homes) > 1 else None
 
 
 def allocation_problems(job_ids: list[str]) -> dict[str, str]:

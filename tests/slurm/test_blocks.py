@@ -99,6 +99,29 @@ def test_placement_and_a_two_node_campaign_task_stay_inside_the_domain(multinode
         multinode.use_topology(None)
 
 
+def test_a_job_that_names_nodes_of_two_blocks_asks_one_node_segments(multinode, tmp_path, db_url):
+    """Under blocks, Slurm 25.11 refuses a 2-node job naming wwn2 and wwn3 (two blocks: a pair
+    test across NVLink domains) outright; the Slurm executor asks `--segment=1` for it, and the
+    job runs on both nodes. A node list inside one block asks nothing (Slurm takes it)."""
+    from wirewise.orchestrator.executor.core import JobRequest
+
+    save_every_node(multinode, db_url)
+    topology = tmp_path / "topology.conf"
+    topology.write_text(wirewise("topo", "slurm", "--blocks", "--db", db_url, check=True).stdout)
+    multinode.use_topology(topology)
+    try:
+        refused = subprocess.run(["sbatch", "-p", multinode.partition, "-N2", "-w", "wwn2,wwn3", "--wrap", "true"],
+                                 capture_output=True, text=True)
+        assert refused.returncode != 0 and "not available" in refused.stderr, refused
+        across = JobRequest(tmp_path, "pair", 5, nodes=2, partition=multinode.partition, nodelist="wwn[2-3]")
+        inside = JobRequest(tmp_path, "pair", 5, nodes=2, partition=multinode.partition, nodelist="wwn1,wwn2")
+        assert (SlurmExecutor.segment(across), SlurmExecutor.segment(inside)) == (1, None)
+        nodes, segment = job_nodes_and_segment(multinode.partition, tmp_path, "-N2", "-w", "wwn2,wwn3", "--segment=1")
+        assert (nodes, segment) == ("wwn[2-3]", "1")
+    finally:
+        multinode.use_topology(None)
+
+
 def test_a_segment_slurm_did_not_keep_is_said(multinode, tmp_path):
     """On the cluster without blocks (Slurm's flat default) 25.11 takes `--segment=2` and places
     the job anyway (SegmentSize=2 in `scontrol show job`): the check says the nodes are not kept
