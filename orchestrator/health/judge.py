@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from bisect import bisect_left
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from wirewise.case import CASE_FIELDS
-from wirewise.orchestrator.health.baseline import METRIC, Baseline, case_of, group_by_case, scaled_mad, summarize
+from wirewise.orchestrator.health.baseline import MAD_TO_SIGMA, METRIC, Baseline, case_of, group_by_case
 from wirewise.orchestrator.health.findings import Finding, percent
 from wirewise.orchestrator.health.rules import Rules
 from wirewise.units import human_bytes
@@ -60,28 +61,124 @@ def judge_history(nodes: list[str], history: list[dict[str, Any]], rules: Rules,
                   imported: dict[tuple, Baseline] | None = None, runs: Runs | None = None,
                   in_one_domain: InOneDomain | None = None) -> Judgement:
     """Every enabled history rule on each node (`in_one_domain` None: no run is known to span one
-    multi-node NVLink domain)."""
+    multi-node NVLink domain). The history is indexed once (by node, campaign and case), so each
+    node costs what it reads of its own results and its cases, not a rescan of every result
+    (issue 33: 93 of 110 s on 60 nodes went to those rescans)."""
     out = Judgement()
-    cases = group_by_case(history)
+    index = History(history)
     for node in nodes:
         for rule in HISTORY_RULES:
             if not rules.rules.enabled(rule):
                 continue
             if rule == "slower-than-peers":
-                found, compared = slower_than_peers(node, history, rules, out.notes)
+                found, compared = slower_than_peers(node, index, rules, out.notes)
             elif rule == "task-failed":
-                found, compared = task_failed(node, history, rules)
+                found, compared = task_failed(node, index, rules)
             elif rule == "transport-off-nvlink":
-                found, compared = transport_off_nvlink(node, history, in_one_domain)
+                found, compared = transport_off_nvlink(node, index.of_node(node), in_one_domain)
             else:
                 workload = "collective" if rule == "busbw-below-baseline" else "train"
-                found, compared = below_baseline(node, cases, workload, rules, imported or {}, out.notes)
+                found, compared = below_baseline(node, index.cases, workload, rules, imported or {}, out.notes)
             out.findings += found
             if compared:
                 out.judged[node].add(rule)
     if runs is not None:
         out.findings = [with_measurement(f, runs, rules) for f in out.findings]
     return out
+
+
+def median_and_spread(ordered: list[float], center: float | None = None) -> tuple[float, float]:
+    """(median, scaled MAD around `center`, default the median) of sorted values, as
+    statistics.median and baseline.scaled_mad give them, without sorting again: the MAD is the
+    middle of two sorted runs of distances (below the center, above it), picked by bisection."""
+    median = _middle(len(ordered), ordered.__getitem__)
+    center = median if center is None else center
+    split = bisect_left(ordered, center)
+    below = lambda j: center - ordered[split - 1 - j]  # noqa: E731 (abs(v - c) is exactly c - v for v < c)
+    above = lambda j: ordered[split + j] - center  # noqa: E731
+    pick = lambda k: _kth(below, split, above, len(ordered) - split, k)  # noqa: E731
+    return median, MAD_TO_SIGMA * _middle(len(ordered), pick)
+
+
+def _middle(count: int, kth: Callable[[int], float]) -> float:
+    if count % 2:
+        return kth(count // 2)
+    return (kth(count // 2 - 1) + kth(count // 2)) / 2
+
+
+def _kth(a: Callable[[int], float], a_len: int, b: Callable[[int], float], b_len: int, k: int) -> float:
+    """The k-th smallest (from 0) of two sorted runs: how many to take from `a` by bisection."""
+    lo, hi = max(0, k + 1 - b_len), min(k + 1, a_len)
+    while lo < hi:
+        taken = (lo + hi) // 2
+        if a(taken) < b(k - taken):
+            lo = taken + 1
+        else:
+            hi = taken
+    return max(([a(lo - 1)] if lo > 0 else []) + ([b(k - lo)] if lo <= k else []))
+
+
+class Cases:
+    """group_by_case's cases, indexed for judging one node at a time: each node's results per
+    case (in the cases' order) and each case's sorted metric values and results per node."""
+
+    def __init__(self, history: list[dict[str, Any]]) -> None:
+        self.groups = group_by_case(history)
+        self.mine: dict[str, dict[tuple, list[dict[str, Any]]]] = defaultdict(dict)
+        self.values: dict[tuple, list[float]] = {}
+        self.per_node: dict[tuple, Counter] = {}
+        for key, members in self.groups.items():
+            metric = METRIC[key[1]]
+            self.values[key] = sorted(m[metric] for m in members)
+            self.per_node[key] = Counter(m["node"] for m in members)
+            for m in members:
+                self.mine[m["node"]].setdefault(key, []).append(m)
+
+    def others(self, key: tuple, node: str, judged: list[dict[str, Any]]) -> tuple[list[float], int]:
+        """The case's sorted values less the judged results', and how many nodes the rest are from."""
+        values = list(self.values[key])
+        for m in judged:
+            del values[bisect_left(values, m[METRIC[key[1]]])]
+        nodes = len(self.per_node[key]) - (self.per_node[key][node] == len(judged))
+        return values, nodes
+
+
+class History:
+    """The history indexed once: by node, by campaign, by case; the per-campaign cases and each
+    node's latest campaign as the rules ask for them."""
+
+    def __init__(self, history: list[dict[str, Any]]) -> None:
+        self.cases = Cases(history)
+        self.by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.by_campaign: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for fact in history:
+            self.by_node[fact["node"]].append(fact)
+            self.by_campaign[fact["campaign"]].append(fact)
+        self._campaign_cases: dict[str, dict[tuple, dict[str, list[dict[str, Any]]]]] = {}
+        self._passed: dict[tuple, list[dict[str, Any]]] = {}
+
+    def of_node(self, node: str) -> list[dict[str, Any]]:
+        return self.by_node.get(node, [])
+
+    def campaign_cases(self, campaign: str) -> dict[tuple, dict[str, list[dict[str, Any]]]]:
+        """The campaign's cases, each as its results per node (both in the history's order)."""
+        if campaign not in self._campaign_cases:
+            cases = {}
+            for key, members in group_by_case(self.by_campaign[campaign]).items():
+                per_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
+                for m in members:
+                    per_node[m["node"]].append(m)
+                cases[key] = per_node
+            self._campaign_cases[campaign] = cases
+        return self._campaign_cases[campaign]
+
+    def passed(self, campaign: str, fingerprint: str, workload: str) -> list[dict[str, Any]]:
+        """The campaign's ok results of a wiring and workload."""
+        key = (campaign, fingerprint, workload)
+        if key not in self._passed:
+            self._passed[key] = [f for f in self.by_campaign[campaign] if f["status"] == "ok"
+                                 and f["fingerprint"] == fingerprint and f["workload"] == workload]
+        return self._passed[key]
 
 
 # -- against the baseline -------------------------------------------------------------------
@@ -113,29 +210,26 @@ def allowed_drop(rule, scaled_mad: float, median: float, repeats: int) -> float:
     return min(1.0, max(rule.max_drop, rule.sigmas * relative / math.sqrt(max(repeats, 1))))
 
 
-def _latest(members: list[dict[str, Any]], node: str, repeats: int) -> list[dict[str, Any]]:
-    mine = [m for m in members if m["node"] == node]
+def _latest(mine: list[dict[str, Any]], repeats: int) -> list[dict[str, Any]]:
     return sorted(mine, key=lambda f: (str(f["started_at"]), f["id"]), reverse=True)[:repeats]
 
 
-def below_baseline(node: str, cases: dict[tuple, list[dict[str, Any]]], workload: str, rules: Rules,
+def below_baseline(node: str, cases: Cases, workload: str, rules: Rules,
                    imported: dict[tuple, Baseline], notes: list[str]) -> tuple[list[Finding], bool]:
     """The node's findings by the rule, and whether it compared any case of the node."""
     rule = rules.rules.busbw_below_baseline if workload == "collective" else rules.rules.tokens_below_baseline
     metric = METRIC[workload]
     groups: dict[tuple, list[Fallen]] = defaultdict(list)
     thin = 0
-    for key, members in cases.items():
+    for key, members in cases.mine.get(node, {}).items():
         if key[1] != workload:
             continue
-        mine = _latest(members, node, rules.repeats)
-        if not mine:
-            continue
+        mine = _latest(members, rules.repeats)
         case = case_of(mine[0])
         if workload == "collective" and case["bytes"] < rule.min_bytes:
             continue
         judged = {m["id"] for m in mine}
-        reference = _reference(key, [m for m in members if m["id"] not in judged], imported, rules.min_results)
+        reference = _reference(key, *cases.others(key, node, mine), imported, rules.min_results)
         if reference is None:
             thin += 1
             continue
@@ -154,10 +248,23 @@ def below_baseline(node: str, cases: dict[tuple, list[dict[str, Any]]], workload
             if (f := _finding(node, name, workload, group, sizes, rule.min_share if workload == "collective" else 1.0))], bool(groups)
 
 
-def _reference(key: tuple, others: list[dict[str, Any]], imported: dict[tuple, Baseline], min_results: int) -> Baseline | None:
-    """The history's baseline of the case once it rests on min_results results, else an imported one that does."""
+@dataclass
+class Reference:
+    """What a judged case is compared with: a baseline's median and spread, and what it rests on."""
+
+    median: float
+    scaled_mad: float
+    results: int
+    nodes: int
+    origin: str = "history"
+
+
+def _reference(key: tuple, others: list[float], nodes: int, imported: dict[tuple, Baseline],
+               min_results: int) -> Reference | Baseline | None:
+    """The history's baseline of the case (its other results, sorted) once it rests on min_results
+    results, else an imported one that does."""
     if len(others) >= min_results:
-        return summarize(key[0], key[1], case_of(others[0]), others)
+        return Reference(*median_and_spread(others), len(others), nodes)
     given = imported.get(key)
     return given if given is not None and given.results >= min_results else None
 
@@ -233,34 +340,30 @@ def _ranks(device: str, count) -> str:
 
 
 # -- against the peers ----------------------------------------------------------------------
-def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules,
+def slower_than_peers(node: str, history: History, rules: Rules,
                       notes: list[str]) -> tuple[list[Finding], bool]:
     """The node's findings by the rule, and whether it compared any case of the node with peers."""
     rule = rules.rules.slower_than_peers
-    campaign = _latest_campaign(node, history)
+    campaign = _latest_campaign(history.of_node(node))
     if campaign is None:
         return [], False
-    fingerprints = {f["fingerprint"] for f in history if f["node"] == node and f["campaign"] == campaign}
-    in_campaign = [f for f in history if f["campaign"] == campaign and f["fingerprint"] in fingerprints]
+    fingerprints = {f["fingerprint"] for f in history.of_node(node) if f["campaign"] == campaign}
     groups: dict[tuple, list[Fallen]] = defaultdict(list)
     few = 0
-    for key, members in group_by_case(in_campaign).items():
+    for key, per_node in history.campaign_cases(campaign).items():
+        if key[0] not in fingerprints or node not in per_node:
+            continue
         workload = key[1]
-        case = case_of(members[0])
+        case = case_of(next(iter(per_node.values()))[0])
         if workload == "collective" and case["bytes"] < rule.min_bytes:
             continue
-        per_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for m in members:
-            per_node[m["node"]].append(m)
-        if node not in per_node:
-            continue
-        peers = [statistics.median(m[METRIC[workload]] for m in ms) for peer, ms in per_node.items() if peer != node]
+        peers = sorted(statistics.median(m[METRIC[workload]] for m in ms) for peer, ms in per_node.items() if peer != node)
         if len(peers) < rule.min_peers:
             few += 1
             continue
-        reference = statistics.median(peers)
+        reference, spread = median_and_spread(peers)
         value = statistics.median(m[METRIC[workload]] for m in per_node[node])
-        floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * scaled_mad(peers, reference) / reference)))
+        floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * spread / reference)))
         label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
         groups[_group(key[0], workload, case)].append(Fallen(
             label, value, reference, floor, f"median of {len(peers)} peers", value < floor,
@@ -273,26 +376,26 @@ def slower_than_peers(node: str, history: list[dict[str, Any]], rules: Rules,
                               peers=f", campaign {campaign}"))], bool(groups)
 
 
-def _latest_campaign(node: str, history: list[dict[str, Any]]) -> str | None:
+def _latest_campaign(mine: list[dict[str, Any]]) -> str | None:
+    """The campaign of the node's results (`mine`) that ran last."""
     latest: dict[str, str] = {}
-    for f in history:
-        if f["node"] == node and f["campaign"]:
+    for f in mine:
+        if f["campaign"]:
             latest[f["campaign"]] = max(latest.get(f["campaign"], ""), str(f["started_at"]))
     return max(latest, key=latest.get) if latest else None
 
 
 # -- tasks that failed where their peers passed ------------------------------------------------
-def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> tuple[list[Finding], bool]:
+def task_failed(node: str, history: History, rules: Rules) -> tuple[list[Finding], bool]:
     """The node's findings by the rule, and whether it had tasks in a campaign to judge."""
     rule = rules.rules.task_failed
-    campaign = _latest_campaign(node, history)
+    campaign = _latest_campaign(history.of_node(node))
     if campaign is None:
         return [], False
-    in_campaign = [f for f in history if f["campaign"] == campaign]
     found = []
     seen: set[tuple] = set()
-    for failed in in_campaign:
-        if failed["node"] != node or failed["status"] not in ("failed", "timeout"):
+    for failed in history.of_node(node):
+        if failed["campaign"] != campaign or failed["status"] not in ("failed", "timeout"):
             continue
         # its case, less what a task that failed before measuring does not say (its size, its op)
         fields = _GROUP_FIELDS[failed["workload"]]
@@ -300,9 +403,8 @@ def task_failed(node: str, history: list[dict[str, Any]], rules: Rules) -> tuple
         if what in seen:
             continue
         seen.add(what)
-        passed = {f["node"] for f in in_campaign
-                  if f["node"] != node and f["status"] == "ok" and f["fingerprint"] == failed["fingerprint"]
-                  and f["workload"] == failed["workload"] and all(failed[k] is None or f[k] == failed[k] for k in fields)}
+        passed = {f["node"] for f in history.passed(campaign, failed["fingerprint"], failed["workload"])
+                  if f["node"] != node and all(failed[k] is None or f[k] == failed[k] for k in fields)}
         if len(passed) < rule.min_peers:
             continue
         name = failed["op"] or failed["model"] or failed["workload"]
@@ -337,13 +439,13 @@ def off_nvlink_of(fact: dict[str, Any], spans_domain: bool) -> list[str]:
     return off_nvlink(fact["transport_carried"], fact["node_count"] or 1, *nvlink_promised(fact, spans_domain))
 
 
-def transport_off_nvlink(node: str, history: list[dict[str, Any]],
+def transport_off_nvlink(node: str, mine: list[dict[str, Any]],
                          in_one_domain: InOneDomain | None) -> tuple[list[Finding], bool]:
-    """The node's findings by the rule (its newest run of each case), and whether it had a run
-    to judge: one whose transport was read and whose wiring promises NVLink."""
+    """The node's findings by the rule (its newest run of each case among its results, `mine`),
+    and whether it had a run to judge: one whose transport was read and whose wiring promises NVLink."""
     newest: dict[str, dict[str, Any]] = {}
-    for fact in history:
-        if fact["node"] == node and fact["status"] == "ok" and fact.get("transport_carried"):
+    for fact in mine:
+        if fact["status"] == "ok" and fact.get("transport_carried"):
             if fact["case_key"] not in newest or fact["started_at"] >= newest[fact["case_key"]]["started_at"]:
                 newest[fact["case_key"]] = fact
     multi = [f["id"] for f in newest.values() if (f["node_count"] or 1) > 1]
@@ -391,4 +493,4 @@ def with_measurement(finding: Finding, runs: Runs, rules: Rules) -> Finding:
     return replace(finding, measurement=measurement, gpus=gpus)
 
 
-__all__ = ["Judgement", "judge_history", "allowed_drop"]
+__all__ = ["Judgement", "judge_history", "allowed_drop", "Cases", "History", "median_and_spread"]

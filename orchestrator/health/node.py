@@ -333,8 +333,7 @@ def measured_history(store, records: list, include_cpu: bool) -> list[dict]:
 
 def prolog_findings(store, rules: Rules, node: str, records: list) -> list[Finding]:
     """A run that did not end ok, wrong elements, or busbw below the baseline (one repeat)."""
-    from wirewise.orchestrator.health.baseline import group_by_case
-    from wirewise.orchestrator.health.judge import below_baseline
+    from wirewise.orchestrator.health.judge import Cases, below_baseline
     from wirewise.orchestrator.health.baseline import imported
 
     failed = [r for r in records if r.status != "ok"] or ([] if records else [None])
@@ -353,4 +352,4 @@ def prolog_findings(store, rules: Rules, node: str, records: list) -> list[Findi
     history = measured_history(store, records, include_cpu=rules.include_cpu or records[0].gpu_count == 0)
     fingerprints = {f["fingerprint"] for f in history if f["fingerprint"]}
     judged_rules = rules.model_copy(update={"repeats": 1})
-    return below_baseline(node, group_by_case(history), "collective", judged_rules, imported(store, fingerprints), [])[0]
+    return below_baseline(node, Cases(history), "collective", judged_rules, imported(store, fingerprints), [])[0]

@@ -28,8 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirewise.orchestrator.health.baseline import group_by_case  # noqa: E402
-from wirewise.orchestrator.health.judge import below_baseline  # noqa: E402
+from wirewise.orchestrator.health.judge import Cases, below_baseline  # noqa: E402
 from wirewise.orchestrator.health.rules import default_rules  # noqa: E402
 from wirewise.orchestrator.record.nccl_tests import parse_log  # noqa: E402
 
@@ -97,7 +96,7 @@ def flagged_share(drop: float, repeats: int, run, node_pool, sizes, rng, scale: 
         for n in range(NODES):
             history += facts(f"n{n}", rng.choice(node_pool) * rng.choice((-1, 1)), 0.0, sizes, run, rng, len(history), "1")
         judged = facts("suspect", rng.choice(node_pool) * rng.choice((-1, 1)), drop, sizes, run, rng, len(history), "2")
-        found, _ = below_baseline("suspect", group_by_case(history + judged[: repeats * len(sizes)]), "collective", rules, {}, [])
+        found, _ = below_baseline("suspect", Cases(history + judged[: repeats * len(sizes)]), "collective", rules, {}, [])
         hits += bool(found)
     return hits / TRIALS
 
