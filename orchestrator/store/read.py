@@ -23,6 +23,9 @@ from typing import Any
 
 MMAP_BYTES = 4 << 30  # address space only; SQLite maps no more than the file holds
 _PLAIN_SQLITE = re.compile(r"^sqlite:///(?P<path>[^?#%]+)$")
+# A list longer than this is bound as one parameter (Params.each): well under SQLite's 32,766
+# variables and PostgreSQL's 65,535 even with several lists in one statement.
+LIST_PLACEHOLDERS = 1000
 UPPERMOST = "\uffff"  # after every character of a name: `x >= prefix AND x < prefix + UPPERMOST` is "starts with"
 
 
@@ -126,6 +129,23 @@ SQLITE = Dialect("sqlite", "?")
 POSTGRESQL = Dialect("postgresql", "%s")
 
 
+def in_chunks(values: list) -> list[list]:
+    """`values` in slices of at most LIST_PLACEHOLDERS: for SQLAlchemy's `column.in_(...)` in a
+    write, which binds a parameter per value (Params.each says why a fleet's list must not)."""
+    return [values[start:start + LIST_PLACEHOLDERS] for start in range(0, len(values), LIST_PLACEHOLDERS)]
+
+
+def _array_type(values: list) -> str:
+    """PostgreSQL's array type for a list of one kind of value (ids and sizes, names and keys)."""
+    if all(isinstance(value, int) and not isinstance(value, bool) for value in values):
+        return "BIGINT[]"
+    if all(isinstance(value, str) for value in values):
+        return "TEXT[]"
+    if all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
+        return "DOUBLE PRECISION[]"
+    raise TypeError(f"no PostgreSQL array type for a list of {sorted({type(v).__name__ for v in values})}")
+
+
 class Params:
     """The parameters of one statement, in the order their placeholders are written."""
 
@@ -138,8 +158,18 @@ class Params:
         return self.dialect.placeholder
 
     def each(self, values) -> str:
-        """A placeholder per value, for IN (...)."""
-        return ", ".join(self(value) for value in values)
+        """The values of `x IN (...)`: a placeholder per value for a short list; beyond
+        LIST_PLACEHOLDERS, one parameter holding the whole list, read back as rows
+        (`SELECT value FROM json_each(?)` on SQLite, `SELECT unnest(CAST(%s AS type[]))` on
+        PostgreSQL). A fleet's nodes, ids or keys are lists of any size: SQLite binds at most
+        32,766 variables per statement and PostgreSQL 65,535, so one placeholder per node fails
+        at 100,000 nodes; short lists keep their placeholders, which both planners read best."""
+        values = list(values)
+        if len(values) <= LIST_PLACEHOLDERS:
+            return ", ".join(self(value) for value in values)
+        if self.dialect.sqlite:
+            return f"SELECT value FROM json_each({self(json.dumps(values))})"
+        return f"SELECT unnest(CAST({self(values)} AS {_array_type(values)}))"
 
 
 class Reader:
