@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from wirewise.case import case_of, derive  # noqa: E402
 from wirewise.orchestrator.health.judge import Cases, below_baseline  # noqa: E402
 from wirewise.orchestrator.health.rules import default_rules  # noqa: E402
 from wirewise.orchestrator.record.nccl_tests import parse_log  # noqa: E402
@@ -78,12 +79,14 @@ def facts(node: str, bias: float, drop: float, sizes, run, rng, first_id: int, s
     for repeat in range(REPEATS):
         for (size, in_place), busbw in sizes.items():
             noise = rng.choice(run) * rng.choice((-1, 1))
-            out.append({
+            row = {
                 "id": first_id + len(out), "node": node, "status": "ok", "workload": "collective", "source": "wirewise",
-                "campaign": None, "fingerprint": "f" * 64, "op": "all_reduce", "bytes": size, "device": "gpu", "gpus": 2,
+                "campaign": None, "fingerprint": "f" * 64, "op": "all_reduce", "bytes": size, "device": "gpu", "gpus": [0, 1], "ranks": 2, "node_count": 1,
                 "placement": None, "transport": "default", "in_place": in_place, "dtype": "float32",
                 "busbw_gbs": busbw * math.exp(bias + noise) * (1 - drop), "started_at": f"{stamp}-{repeat}",
-            })
+            }
+            stored = {**row, **derive(row)}  # its derived case columns and case_key, as the store keeps them
+            out.append({**case_of(stored), **stored})  # every case field a stored row has, None where unset
     return out
 
 

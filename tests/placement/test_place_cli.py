@@ -113,7 +113,8 @@ def test_table_output_for_people() -> None:
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path) -> None:
-    proc = wirewise("place", *args, cwd=tmp_path)
+    # a data folder of its own: another test on this worker may have made the default database
+    proc = wirewise("place", *args, cwd=tmp_path, env={"XDG_DATA_HOME": str(tmp_path / "data")})
     assert proc.returncode == 2
     assert proc.stderr.startswith("wirewise: error: ") and message in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

@@ -83,7 +83,7 @@ def test_a_bad_baselines_file_changes_nothing(tmp_path):
                        ('{"format": "wirewise-baselines", "version": 2, "baselines": [{"fingerprint": "ab"}]}',
                         "baselines[0].fingerprint"),
                        # version 1's cases lacked settings the case holds now (precision, nodes, ...)
-                       ('{"format": "wirewise-baselines", "version": 1, "baselines": []}', "this wirewise reads version 2")):
+                       ('{"format": "wirewise-baselines", "version": 1, "baselines": []}', "this wirewise reads versions 2, 3, 4")):
         bad = tmp_path / "bad.json"
         bad.write_text(text)
         proc = wirewise("baseline", "import", str(bad), "--db", f"sqlite:///{fresh}")
