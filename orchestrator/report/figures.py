@@ -405,7 +405,7 @@ def _bars(cases: list[dict[str, Any]], key: tuple[str, ...], order: list, metric
             ys.append(statistics.median(ok) / scale if ok else max(seen) / scale if seen else None)
             notes.append(None if ok else "/".join(sorted({f["status"] for f in failed})) or None)
         case = dict(zip(key, k))
-        series.append(Series(labels[k], case["source"], [slot if isinstance(slot, str) else " ".join(slot) for slot in order],
+        series.append(Series(labels[k], case["source"], [slot if isinstance(slot, str) else " ".join(part for part in slot if part) for slot in order],
                              ys, notes, wire_of(case)))
     return series
 

@@ -37,7 +37,7 @@ QUICK = {"ops": ["all_reduce"], "min_bytes": "4K", "max_bytes": "8K", "iters": 2
 # lose its node under it, short enough to run again.
 SLOW = {"ops": ["all_reduce"], "min_bytes": "4M", "max_bytes": "4M", "iters": 1000, "warmup": 1}
 PAIR_TEST = ["--bytes", "2M", "--iters", "3", "--warmup", "1", "--backend", "gloo", "--timeout", "120"]
-SLOW_LINK = ["tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "80mbit", "burst", "64kbit", "latency", "400ms"]
+SLOW_LINK = ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "80mbit", "burst", "64kbit", "latency", "400ms"]
 
 
 @pytest.fixture(autouse=True)

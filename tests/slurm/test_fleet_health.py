@@ -69,7 +69,7 @@ class Fleet:
             self.cluster.exec(node, WIREWISE, "topo", "save", "--db", self.db)
 
     def slow(self, node: str, dev: str = "lo") -> None:
-        self.cluster.exec(node, "tc", "qdisc", "add", "dev", dev, "root", *SLOW[dev])
+        self.cluster.exec(node, "tc", "qdisc", "replace", "dev", dev, "root", *SLOW[dev])
         self.slowed.append((node, dev))
 
     def unslow(self, node: str) -> None:

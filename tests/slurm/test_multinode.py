@@ -105,7 +105,7 @@ def test_nodes_differ_and_each_reports_its_own_wiring(multinode, tmp_path):
     assert multinode.exec("wwn2", "hostname").stdout.strip() == "wwn2"
     address = multinode.exec("wwn2", "ip", "-4", "-o", "addr", "show", "dev", "eth0").stdout
     assert f"{multinode.env['WIREWISE_MULTINODE_NET']}.12/24" in address
-    multinode.exec("wwn2", "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "80mbit", "burst", "64kbit", "latency", "400ms")
+    multinode.exec("wwn2", "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "80mbit", "burst", "64kbit", "latency", "400ms")
     try:
         assert "tbf" in multinode.exec("wwn2", "tc", "qdisc", "show", "dev", "eth0").stdout
     finally:
