@@ -44,7 +44,7 @@ _CHANNELS = re.compile(r"\b(\d+) coll channels, (?:\d+ collnet channels, )?(\d+)
 _NVLS_SUPPORT = re.compile(r"\bNVLS multicast support is (not )?available")
 _NVLS_CONNECTED = re.compile(r"\bConnected NVLS")
 _COMM = re.compile(r"\bcomm 0x[0-9a-f]+ rank \d+ nRanks (\d+) nNodes (\d+) localRanks \d+ localRank \d+(?: MNNVL (\d))?")
-_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
+VERSION_LINE = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")  # also the nccl-tests reader's
 _WORDS = (" via ", "channels", "NVLS", "nRanks", "NCCL version")  # a cheap test before the expressions
 _NVLINK_FIRST = ("NVLS", "P2P/MNNVL", "P2P/CUMEM", "P2P/IPC", "P2P/direct", "P2P/indirect", "SHM", "CollNet")
 
@@ -107,7 +107,7 @@ class Wire:
             self.nodes = _most(self.nodes, int(match.group(2)))
             if match.group(3) is not None:
                 self.mnnvl = _either(self.mnnvl, match.group(3) == "1")
-        elif (match := _VERSION.search(line)) and self.version is None:
+        elif (match := VERSION_LINE.search(line)) and self.version is None:
             self.version = match.group(1)
 
     def to_json(self) -> dict:

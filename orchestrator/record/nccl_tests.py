@@ -113,7 +113,7 @@ from wirewise.case import REDUCING_OPS
 from wirewise.errors import UserError
 from wirewise.jobenv import visible_indices
 from wirewise.limits import MAX_LOG_BYTES
-from wirewise.nccl_info import Wire
+from wirewise.nccl_info import VERSION_LINE, Wire
 from wirewise.orchestrator.record.log_text import MAX_LINE_CHARS
 from wirewise.record import RECORDED_ENV_PREFIXES, ResultRecord, figure_problem
 from wirewise.versions import decode_nccl_version
@@ -177,7 +177,6 @@ _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d{1,18})\s+(OK|FAILED)
 # over every start of a long line without spaces, quadratic in its length (a 100 KB line: minutes).
 _FAILURE = re.compile(r"(?:(?P<host>[^\s:]{1,255}):\s+)?Test (?:NCCL |CUDA )?failure (?P<where>\S+) '(?P<why>[^']*)")
 _FAILURE_TRACE = re.compile(r"^\.\.\s+\S+\s+pid\s+\d+:\s+Test failure")
-_NCCL_LINE = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 _BINARY = re.compile(r"(?:^|[\s/=])([a-z_]+?)_perf(?:_mpi)?(?=\s+-)")
 # Terminal control sequences (ANSI CSI/OSC) and other control characters: never part of a
 # host or GPU name, and a log may carry them (colourised srun output, or a hostile file).
@@ -653,7 +652,7 @@ class _Reader:
         """A line that is not the run's own: maybe a command line that ran the next run."""
         if "NCCL " not in line:
             section.gap = section.gap or section.has_rows
-        if (match := _NCCL_LINE.search(line)) and section.nccl_version is None:
+        if (match := VERSION_LINE.search(line)) and section.nccl_version is None:
             section.nccl_version = match.group(1)
         if line.endswith("\\"):  # a command continued on the next line
             if len(self.command_text) < MAX_COMMAND_CHARS:
