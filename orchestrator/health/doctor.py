@@ -1,7 +1,8 @@
 """`wirewise doctor`: the rules (wirewise.orchestrator.health.rules: the shipped defaults, or
 `--rules FILE` laid over them) on the history and, on the node doctor runs on, through NVML.
 
-From the history (any node; wirewise.orchestrator.health.judge): busbw or tokens/s below the
+From the history (any node; wirewise.orchestrator.health.judge, read a case at a time from
+the database over every node: wirewise.orchestrator.health.every_node): busbw or tokens/s below the
 fingerprint's baseline, a node slower than its same-fingerprint peers in its latest campaign,
 a task that failed where its peers passed, NCCL traffic that left the NVLink its wiring
 promises. Live, on this node (wirewise.orchestrator.health.live):
@@ -37,19 +38,29 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
     from wirewise.orchestrator.store.health import record_check, result_runs, results_in_one_domain
 
     rules = rules or default_rules()
-    history = history_of(store, node, include_cpu or rules.include_cpu)
-    nodes = _nodes(store, node, live_node if live else None, history)
-    fingerprints = {f["fingerprint"] for f in history if f["fingerprint"]}
+    base = Filters(include_cpu=include_cpu or rules.include_cpu)
+    runs, in_one_domain = (lambda ids: result_runs(store, ids)), (lambda ids: results_in_one_domain(store, ids))
     ignored: list[str] = []
-    baselines = imported(store, fingerprints, ignored)
-    judgement = judge_history(nodes, history, rules, baselines, runs=lambda ids: result_runs(store, ids),
-                              in_one_domain=lambda ids: results_in_one_domain(store, ids))
+    if node is None:  # every node: read a case at a time, never the whole history (health/every_node.py)
+        from wirewise.orchestrator.health.every_node import judge_every_node
+        from wirewise.orchestrator.store.judging import result_fingerprints, result_nodes
+
+        with_results = set(result_nodes(store, base))
+        nodes = _nodes(store, node, live_node if live else None, with_results)
+        baselines = imported(store, result_fingerprints(store, base), ignored)
+        judgement = judge_every_node(store, nodes, base, rules, baselines, runs, in_one_domain)
+    else:
+        history = history_of(store, node, base)
+        with_results = _with_results(history)
+        nodes = _nodes(store, node, live_node if live else None, with_results)
+        baselines = imported(store, {f["fingerprint"] for f in history if f["fingerprint"]}, ignored)
+        judgement = judge_history(nodes, history, rules, baselines, runs=runs, in_one_domain=in_one_domain)
     judgement.notes[:0] = ignored
     if live is not None and live_node in nodes:
         found, judged = live_findings(live_node, live, stored_wiring(store, live_node), rules, judgement.notes)
         judgement.findings += found
         judgement.judged[live_node] |= judged
-    if node is None and live_node in nodes and not judgement.judged[live_node] and live_node not in _with_results(history):
+    if node is None and live_node in nodes and not judgement.judged[live_node] and live_node not in with_results:
         nodes = [n for n in nodes if n != live_node]  # this machine, asked about only in passing: nothing to say of it
     verdicts = {name: verdict_of(name, judgement) for name in nodes}
     for name, said in verdicts.items():
@@ -87,10 +98,9 @@ def _with_results(history: list[dict[str, Any]]) -> set[str]:
     return {f["node"] for f in history if f["node"]}
 
 
-def _nodes(store: Store, node: str | None, live_node: str | None, history: list[dict[str, Any]]) -> list[str]:
+def _nodes(store: Store, node: str | None, live_node: str | None, with_results: set[str]) -> list[str]:
     from wirewise.orchestrator.store.topology import node_names
 
-    with_results = _with_results(history)
     if node is None:
         return sorted(with_results | ({live_node} if live_node else set()))
     known = node == live_node or node in with_results or node in node_names(store)
@@ -99,12 +109,9 @@ def _nodes(store: Store, node: str | None, live_node: str | None, history: list[
     return [node]
 
 
-def history_of(store: Store, node: str | None, include_cpu: bool) -> list[dict[str, Any]]:
-    """The results the rules read: for one node, every result of the wirings it ran on (not the
-    whole database); for every node, all of them."""
-    base = Filters(include_cpu=include_cpu)
-    if node is None:
-        return facts(store, base)
+def history_of(store: Store, node: str, base: Filters) -> list[dict[str, Any]]:
+    """The results the rules read for one node: every result of the wirings it ran on (not the
+    whole database)."""
     wirings = {f["fingerprint"] for f in facts(store, replace(base, node=node)) if f["fingerprint"]}
     return [f for fingerprint in sorted(wirings) for f in facts(store, replace(base, fingerprint=fingerprint))]
 

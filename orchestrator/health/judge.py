@@ -134,13 +134,41 @@ class Cases:
             for m in members:
                 self.mine[m["node"]].setdefault(key, []).append(m)
 
-    def others(self, key: tuple, node: str, judged: list[dict[str, Any]]) -> tuple[list[float], int]:
+    def others(self, key: tuple, node: str, judged: list[dict[str, Any]]) -> tuple[Without, int]:
         """The case's sorted values less the judged results', and how many nodes the rest are from."""
-        values = list(self.values[key])
-        for m in judged:
-            del values[bisect_left(values, m[METRIC[key[1]]])]
+        values = Without(self.values[key], [m[METRIC[key[1]]] for m in judged])
         nodes = len(self.per_node[key]) - (self.per_node[key][node] == len(judged))
         return values, nodes
+
+
+class Without:
+    """Sorted values less a few of them (a node's own), read in place: the k-th of what remains
+    is found by stepping over the taken positions, so judging each node of a case costs its few
+    values, not a copy of the case's (a copy per node made a case cost nodes x results)."""
+
+    def __init__(self, ordered: list[float], taken: list[float]) -> None:
+        self.ordered = ordered
+        positions: set[int] = set()
+        for value in taken:
+            at = bisect_left(ordered, value)
+            while at in positions:  # an equal value already taken: the next copy of it
+                at += 1
+            positions.add(at)
+        self.taken = sorted(positions)
+
+    def __len__(self) -> int:
+        return len(self.ordered) - len(self.taken)
+
+    def __getitem__(self, index: int) -> float:
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        for at in self.taken:
+            if at > index:
+                break
+            index += 1
+        return self.ordered[index]
 
 
 class History:
@@ -217,8 +245,7 @@ def _latest(mine: list[dict[str, Any]], repeats: int) -> list[dict[str, Any]]:
 def below_baseline(node: str, cases: Cases, workload: str, rules: Rules,
                    imported: dict[tuple, Baseline], notes: list[str]) -> tuple[list[Finding], bool]:
     """The node's findings by the rule, and whether it compared any case of the node."""
-    rule = rules.rules.busbw_below_baseline if workload == "collective" else rules.rules.tokens_below_baseline
-    metric = METRIC[workload]
+    rule = baseline_rule(rules, workload)
     groups: dict[tuple, list[Fallen]] = defaultdict(list)
     thin = 0
     for key, members in cases.mine.get(node, {}).items():
@@ -226,26 +253,55 @@ def below_baseline(node: str, cases: Cases, workload: str, rules: Rules,
             continue
         mine = _latest(members, rules.repeats)
         case = case_of(mine[0])
-        if workload == "collective" and case["bytes"] < rule.min_bytes:
+        if not large_enough(workload, case, rule):
             continue
-        judged = {m["id"] for m in mine}
-        reference = _reference(key, *cases.others(key, node, mine), imported, rules.min_results)
-        if reference is None:
+        fallen = against_baseline(key, case, [m["id"] for m in mine], [m[METRIC[workload]] for m in mine],
+                                  *cases.others(key, node, mine), rule, imported, rules.min_results)
+        if fallen is None:
             thin += 1
             continue
-        value = statistics.median(m[metric] for m in mine)
-        floor = reference.median * (1 - allowed_drop(rule, reference.scaled_mad, reference.median, len(mine)))
-        basis = f"baseline of {reference.results} results on {reference.nodes} node(s)" + (
-            "" if reference.origin == "history" else f", imported from {reference.origin}")
-        label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
-        groups[_group(key[0], workload, case)].append(
-            Fallen(label, value, reference.median, floor, basis, value < floor, sorted(judged), case.get("bytes")))
+        groups[_group(key[0], workload, case)].append(fallen)
     if thin:
-        notes.append(f"{node}: {thin} {workload} case(s) have fewer than {rules.min_results} results to compare with "
-                     "(in the history or an imported baseline): not judged")
+        notes.append(thin_note(node, thin, workload, rules))
+    return baseline_findings(node, workload, groups, rule), bool(groups)
+
+
+def baseline_rule(rules: Rules, workload: str):
+    return rules.rules.busbw_below_baseline if workload == "collective" else rules.rules.tokens_below_baseline
+
+
+def large_enough(workload: str, case: dict[str, Any], rule) -> bool:
+    """Whether the rule judges the case: a collective's size at least the rule's min_bytes."""
+    return workload != "collective" or case["bytes"] >= rule.min_bytes
+
+
+def against_baseline(key: tuple, case: dict[str, Any], ids: list[int], values: list[float], others: Without | list[float],
+                     nodes: int, rule, imported: dict[tuple, Baseline], min_results: int) -> Fallen | None:
+    """One case of a node (its latest results: `ids`, `values`) against the case's other results
+    (`others`, sorted, from `nodes` nodes), or an imported baseline; None when neither rests on
+    min_results results."""
+    workload = key[1]
+    reference = _reference(key, others, nodes, imported, min_results)
+    if reference is None:
+        return None
+    value = statistics.median(values)
+    floor = reference.median * (1 - allowed_drop(rule, reference.scaled_mad, reference.median, len(values)))
+    basis = f"baseline of {reference.results} results on {reference.nodes} node(s)" + (
+        "" if reference.origin == "history" else f", imported from {reference.origin}")
+    label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
+    return Fallen(label, value, reference.median, floor, basis, value < floor, sorted(ids), case.get("bytes"))
+
+
+def thin_note(node: str, thin: int, workload: str, rules: Rules) -> str:
+    return (f"{node}: {thin} {workload} case(s) have fewer than {rules.min_results} results to compare with "
+            "(in the history or an imported baseline): not judged")
+
+
+def baseline_findings(node: str, workload: str, groups: dict[tuple, list[Fallen]], rule) -> list[Finding]:
+    """The node's findings of busbw- or tokens-below-baseline from its judged cases by group."""
     name = "busbw-below-baseline" if workload == "collective" else "tokens-below-baseline"
     return [f for group, sizes in sorted(groups.items(), key=lambda item: str(item[0]))
-            if (f := _finding(node, name, workload, group, sizes, rule.min_share if workload == "collective" else 1.0))], bool(groups)
+            if (f := _finding(node, name, workload, group, sizes, rule.min_share if workload == "collective" else 1.0))]
 
 
 @dataclass
@@ -259,7 +315,7 @@ class Reference:
     origin: str = "history"
 
 
-def _reference(key: tuple, others: list[float], nodes: int, imported: dict[tuple, Baseline],
+def _reference(key: tuple, others: Without | list[float], nodes: int, imported: dict[tuple, Baseline],
                min_results: int) -> Reference | Baseline | None:
     """The history's baseline of the case (its other results, sorted) once it rests on min_results
     results, else an imported one that does."""
@@ -347,33 +403,49 @@ def slower_than_peers(node: str, history: History, rules: Rules,
     campaign = _latest_campaign(history.of_node(node))
     if campaign is None:
         return [], False
-    fingerprints = {f["fingerprint"] for f in history.of_node(node) if f["campaign"] == campaign}
     groups: dict[tuple, list[Fallen]] = defaultdict(list)
     few = 0
     for key, per_node in history.campaign_cases(campaign).items():
-        if key[0] not in fingerprints or node not in per_node:
+        if node not in per_node:
             continue
         workload = key[1]
         case = case_of(next(iter(per_node.values()))[0])
-        if workload == "collective" and case["bytes"] < rule.min_bytes:
+        if not large_enough(workload, case, rule):
             continue
-        peers = sorted(statistics.median(m[METRIC[workload]] for m in ms) for peer, ms in per_node.items() if peer != node)
-        if len(peers) < rule.min_peers:
+        medians = {peer: statistics.median(m[METRIC[workload]] for m in ms) for peer, ms in per_node.items()}
+        fallen = against_peers(workload, case, rule, Without(sorted(medians.values()), [medians[node]]), medians[node],
+                               [m["id"] for m in per_node[node]])
+        if fallen is None:
             few += 1
             continue
-        reference, spread = median_and_spread(peers)
-        value = statistics.median(m[METRIC[workload]] for m in per_node[node])
-        floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * spread / reference)))
-        label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
-        groups[_group(key[0], workload, case)].append(Fallen(
-            label, value, reference, floor, f"median of {len(peers)} peers", value < floor,
-            sorted(m["id"] for m in per_node[node]), case.get("bytes")))
+        groups[_group(key[0], workload, case)].append(fallen)
     if few:
-        notes.append(f"{node}: {few} case(s) of campaign {campaign} have fewer than {rule.min_peers} same-fingerprint "
-                     "peers: not compared with peers")
+        notes.append(few_peers_note(node, few, campaign, rule))
+    return peer_findings(node, campaign, groups, rule), bool(groups)
+
+
+def against_peers(workload: str, case: dict[str, Any], rule, peers: Without, value: float, ids: list[int]) -> Fallen | None:
+    """One case of a node's latest campaign (the median of its results there, `value`) against
+    its same-fingerprint peers' medians (`peers`, sorted); None with fewer than min_peers peers."""
+    if len(peers) < rule.min_peers:
+        return None
+    reference, spread = median_and_spread(peers)
+    floor = reference * (1 - min(1.0, max(rule.max_drop, rule.sigmas * spread / reference)))
+    label = _size_label(case) if workload == "collective" else f"{case['model']} {case['strategy']}"
+    return Fallen(label, value, reference, floor, f"median of {len(peers)} peers", value < floor, sorted(ids),
+                  case.get("bytes"))
+
+
+def few_peers_note(node: str, few: int, campaign: str, rule) -> str:
+    return (f"{node}: {few} case(s) of campaign {campaign} have fewer than {rule.min_peers} same-fingerprint "
+            "peers: not compared with peers")
+
+
+def peer_findings(node: str, campaign: str, groups: dict[tuple, list[Fallen]], rule) -> list[Finding]:
+    """The node's slower-than-peers findings from its judged cases by group."""
     return [f for group, sizes in sorted(groups.items(), key=lambda item: str(item[0]))
             if (f := _finding(node, "slower-than-peers", group[1], group, sizes, rule.min_share,
-                              peers=f", campaign {campaign}"))], bool(groups)
+                              peers=f", campaign {campaign}"))]
 
 
 def _latest_campaign(mine: list[dict[str, Any]]) -> str | None:
@@ -388,30 +460,45 @@ def _latest_campaign(mine: list[dict[str, Any]]) -> str | None:
 # -- tasks that failed where their peers passed ------------------------------------------------
 def task_failed(node: str, history: History, rules: Rules) -> tuple[list[Finding], bool]:
     """The node's findings by the rule, and whether it had tasks in a campaign to judge."""
-    rule = rules.rules.task_failed
     campaign = _latest_campaign(history.of_node(node))
     if campaign is None:
         return [], False
+    failed = [f for f in history.of_node(node) if f["campaign"] == campaign and f["status"] in FAILED]
+
+    def passed(what: dict[str, Any]) -> set[str]:
+        return {f["node"] for f in history.passed(campaign, what["fingerprint"], what["workload"])
+                if all(f[k] == v for k, v in what["equal"].items())}
+
+    return failed_findings(node, campaign, failed, passed, rules), True
+
+
+FAILED = ("failed", "timeout")
+
+
+def failed_findings(node: str, campaign: str, tasks: list[dict[str, Any]], passed: Callable[[dict[str, Any]], set[str]],
+                    rules: Rules) -> list[Finding]:
+    """The node's task-failed findings from its failed tasks of its latest campaign (`tasks`, in
+    id order); `passed(what)` names the nodes with an ok result in the campaign of what's
+    fingerprint and workload whose fields equal what's `equal`."""
+    rule = rules.rules.task_failed
     found = []
     seen: set[tuple] = set()
-    for failed in history.of_node(node):
-        if failed["campaign"] != campaign or failed["status"] not in ("failed", "timeout"):
-            continue
+    for failed in tasks:
         # its case, less what a task that failed before measuring does not say (its size, its op)
         fields = _GROUP_FIELDS[failed["workload"]]
         what = (failed["workload"], failed["fingerprint"], *(failed[k] for k in fields))
         if what in seen:
             continue
         seen.add(what)
-        passed = {f["node"] for f in history.passed(campaign, failed["fingerprint"], failed["workload"])
-                  if f["node"] != node and all(failed[k] is None or f[k] == failed[k] for k in fields)}
-        if len(passed) < rule.min_peers:
+        peers = passed({"fingerprint": failed["fingerprint"], "workload": failed["workload"],
+                        "equal": {k: failed[k] for k in fields if failed[k] is not None}}) - {node}
+        if len(peers) < rule.min_peers:
             continue
         name = failed["op"] or failed["model"] or failed["workload"]
         found.append(Finding(
             node, "task-failed",
             f"{failed['workload']} {name} on {failed['gpus']} GPU(s) {failed['status']} in campaign {campaign}, "
-            f"where it passed on {len(passed)} peer(s) ({', '.join(sorted(passed)[:5])})",
+            f"where it passed on {len(peers)} peer(s) ({', '.join(sorted(peers)[:5])})",
             "read the task's rank logs (`wirewise campaign status` names its folder); re-run it on this node",
             metric=f"{name}.status", delta=failed["status"],
             key="|".join(map(str, ("task-failed", *what))),
@@ -419,7 +506,7 @@ def task_failed(node: str, history: History, rules: Rules) -> tuple[list[Finding
             measurement={"workload": failed["workload"], "case": {k: failed[k] for k in fields}, "fingerprint": failed["fingerprint"],
                          "sizes": [failed["bytes"]] if failed["bytes"] else []},
         ))
-    return found, True
+    return found
 
 
 # -- runs whose NCCL traffic left the NVLink their wiring promises ------------------------------
@@ -493,4 +580,4 @@ def with_measurement(finding: Finding, runs: Runs, rules: Rules) -> Finding:
     return replace(finding, measurement=measurement, gpus=gpus)
 
 
-__all__ = ["Judgement", "judge_history", "allowed_drop", "Cases", "History", "median_and_spread"]
+__all__ = ["Judgement", "judge_history", "allowed_drop", "Cases", "History", "Without", "median_and_spread"]

@@ -174,6 +174,12 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
             sql += f" ORDER BY started_at DESC, id DESC LIMIT {p(filters.newest)}"
         rows = db.rows(sql, p)
         when = db.dialect.when
+    return as_rows(names, rows, when)
+
+
+def as_rows(names: list[str], rows: list[tuple], when, ordered: bool = True) -> list[dict[str, Any]]:
+    """Rows of the columns `names` (as _column_sql reads them) as result_rows' dicts, in id
+    order unless `ordered` is False (then as they came)."""
     empty = dict.fromkeys(ROW_FIELDS)
     found = []
     for row in rows:
@@ -186,7 +192,7 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
                 values[name] = bool(values[name])
         values["started_at"] = when(values["started_at"])
         found.append(values)
-    return sorted(found, key=itemgetter("id"))
+    return sorted(found, key=itemgetter("id")) if ordered else found
 
 
 # -- one row per group -----------------------------------------------------------------------
