@@ -45,7 +45,8 @@ bench: $(STAMP)
 
 # Every fleet-wide command at 1,250 and 12,500 simulated nodes on SQLite and PostgreSQL, with the
 # growth between them (tests/benchmarks/scale_bench.py; docs/scale.md). The fleets are built once
-# into WIREWISE_SCALE_DATA (default /work/scale-data) and kept. SCALE=1250, DATABASES=sqlite: part of it.
+# into WIREWISE_SCALE_DATA (default /work/scale-data; one scale's into WIREWISE_SCALE_DATA_12500 or
+# _1250 where set) and kept. SCALE=1250, DATABASES=sqlite: part of it.
 bench-scale: $(STAMP)
 	$(PY) tests/benchmarks/scale_bench.py
 

@@ -5,7 +5,9 @@ on SQLite and PostgreSQL, as whole processes (issue 33). Not a timed test: it pr
 For each command: the time at both scales, the ratio between them beside the ratio of the work
 (the rows or nodes the question needs), the target where the issue gives one, and what 100
 million results (125,000 nodes) would cost if the command grows from 10 to 100 million as it
-grew from 1 to 10 (time x the measured ratio again). Lookups are timed beside `wirewise --help`
+grew from 1 to 10 (time x the measured ratio again). Each run's figures are kept with the
+fleet they were measured on (its size and where it is kept), and the table's work ratios are
+those fleets' own. Lookups are timed beside `wirewise --help`
 (a help run before each run, so both meet the same load: this machine's speed varies about 3x
 between days, and four other jobs share its 2 cores) and judged by their ratio to it;
 fleet-wide work is judged in seconds. Each figure is the median of RUNS runs (one for the
@@ -224,16 +226,17 @@ def commands(folder: Path) -> list[Command]:
     ] + [Command(f"fleet pairs scheduling, {k} bad", [], "fleet", "the pair tests' rounds", "nodes", 1.0) for k in (1, 20, 200)]
 
 
-def run_scale(database: str, size: scale_fleet.Scale) -> dict[str, Figure]:
+def run_scale(database: str, size: scale_fleet.Scale) -> tuple[Fleet, dict[str, Figure]]:
     url = scale_fleet.ensure(size, database)
-    folder = scale_fleet.data_folder() / f"bench-{database}-{size.label}"
+    fleet = Fleet(size.nodes, size.results, where(url))
+    folder = scale_fleet.data_folder(size.label) / f"bench-{database}-{size.label}"
     folder.mkdir(parents=True, exist_ok=True)
     env = slurm_env(folder, url, size)
     (folder / "prolog.yaml").write_text(yaml.safe_dump(PROLOG_RULES))
     campaign_spec(folder)
     record_campaign(folder, env)
     subprocess.run([WIREWISE, "topo", "save", "--node", CHECKED], env=env, capture_output=True)  # the fake NVML's wiring, as the checks read it
-    print(f"== {database}, {size.nodes:,} nodes, {size.results:,} results ({url.split('@')[-1]})", flush=True)
+    print(f"== {database}, {fleet}", flush=True)
     print(f"   {bytes_per_result(url)}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     found: dict[str, Figure] = {}
     large = size.nodes > 2_000
@@ -259,7 +262,23 @@ def run_scale(database: str, size: scale_fleet.Scale) -> dict[str, Figure]:
         found[f"fleet pairs scheduling, {k} bad"] = figure
         print(f"   fleet pairs scheduling, {k} bad of {size.nodes:,}: {tests:,} tests in {rounds} rounds, "
               f"{'all named' if named else 'NOT all named'}; {seconds:.2f} s", flush=True)
-    return found
+    return fleet, found
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The fleet a run measured: its size, and where it is kept (a figure says which fleet it is of)."""
+
+    nodes: int
+    results: int  # the sweeps' results (the pair tests' one a node come on top)
+    at: str  # the SQLite file, or the PostgreSQL server and database
+
+    def __str__(self) -> str:
+        return f"{self.nodes:,} nodes, {self.results:,} results ({self.at})"
+
+
+def where(url: str) -> str:
+    return url.removeprefix("sqlite:///") if url.startswith("sqlite") else url.split("@")[-1]
 
 
 def rows_of(out: str) -> float | None:
@@ -306,7 +325,7 @@ def bytes_per_result(url: str) -> str:
 HUNDRED_MILLION, NODES_AT_100M = 100_000_000, 125_000  # 20 sweeps of 40 results a node, as the smaller fleet's
 
 
-def growth(grows: str, small: scale_fleet.Scale, large: scale_fleet.Scale) -> tuple[float, float]:
+def growth(grows: str, small: Fleet, large: Fleet) -> tuple[float, float]:
     """(the work's ratio from the smaller fleet to the larger, from the larger to 100 million
     results on 125,000 nodes)."""
     return {"nodes": (large.nodes / small.nodes, NODES_AT_100M / large.nodes),
@@ -341,19 +360,23 @@ def verdict(command: Command, large: Figure, small: Figure | None) -> str:
     return f"MISSED by {large.cpu / command.target:.1f}x (CPU)"
 
 
-def table(figures: dict[tuple[str, str], dict[str, Figure]], databases: list[str]) -> None:
-    small_scale, large_scale = scale_fleet.scale("1250"), scale_fleet.scale("12500")
+def table(figures: dict[tuple[str, str], tuple[Fleet, dict[str, Figure]]], databases: list[str]) -> None:
+    """The figures of both scales side by side; each database's ratios of work from the fleets its
+    figures were measured on (their sizes are in the lines above the table)."""
+    sizes = {label: {fleet.results for (_, at), (fleet, _) in figures.items() if at == label} for label in scale_fleet.SCALES}
+    small_scale, large_scale = (scale_fleet.scale(label) for label in scale_fleet.SCALES)
     print()
-    print(f"{'command':44} | db | {small_scale.nodes:,} nodes, {small_scale.results / 1e6:g}M | "
-          f"{large_scale.nodes:,} nodes, {large_scale.results / 1e6:g}M | time ratio | work ratio | target | "
-          f"at {large_scale.nodes:,} | 100M results by the growth")
+    print(f"{'command':44} | db | {column(small_scale, sizes)} | {column(large_scale, sizes)} | time ratio | work ratio | "
+          f"target | at {large_scale.nodes:,} | 100M results by the growth")
     for command in commands(Path(".")):
         for database in databases:
-            small = figures.get((database, "1250"), {}).get(command.name)
-            large = figures.get((database, "12500"), {}).get(command.name)
+            small_fleet, small_found = figures.get((database, small_scale.label), (None, {}))
+            large_fleet, large_found = figures.get((database, large_scale.label), (None, {}))
+            small, large = small_found.get(command.name), large_found.get(command.name)
             if small is None and large is None:
                 continue
-            work, ahead = growth(command.grows, small_scale, large_scale)
+            work, ahead = growth(command.grows, small_fleet or Fleet(small_scale.nodes, small_scale.results, ""),
+                                 large_fleet or Fleet(large_scale.nodes, large_scale.results, ""))
             if small and large and small.work and large.work:
                 work = large.work / small.work
             ratio = hundred = "-"
@@ -370,6 +393,12 @@ def table(figures: dict[tuple[str, str], dict[str, Figure]], databases: list[str
                   f"{work:.1f}x ({command.work}) | {target} | {judged} | {hundred}")
 
 
+def column(size: scale_fleet.Scale, sizes: dict[str, set[int]]) -> str:
+    """A scale's column heading: its nodes, and its results where every database's fleet holds as many."""
+    held = sizes.get(size.label, set())
+    return f"{size.nodes:,} nodes, {next(iter(held)) / 1e6:g}M" if len(held) == 1 else f"{size.nodes:,} nodes"
+
+
 def cell(f: Figure | None, kind: str) -> str:
     if f is None:
         return "-"
@@ -384,24 +413,30 @@ def cell(f: Figure | None, kind: str) -> str:
 
 
 def saved(database: str, label: str) -> Path:
-    return scale_fleet.data_folder() / f"figures-{database}-{label}.json"
+    return scale_fleet.data_folder(label) / f"figures-{database}-{label}.json"
 
 
-def save(database: str, label: str, figures: dict[str, Figure]) -> None:
-    """A run's figures kept beside the fleets: the table shows the latest of each database and
-    size, so `SCALE=12500 DATABASES=postgresql` runs one part and prints all of it."""
+def save(database: str, label: str, fleet: Fleet, figures: dict[str, Figure]) -> None:
+    """A run's figures kept beside the fleets, with the fleet they were measured on: the table
+    shows the latest of each database and size, so `SCALE=12500 DATABASES=postgresql` runs one
+    part and prints all of it."""
     doc = {"measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": os.getloadavg()[0],
-           "figures": {name: asdict(figure) for name, figure in figures.items()}}
+           "fleet": asdict(fleet), "figures": {name: asdict(figure) for name, figure in figures.items()}}
     saved(database, label).write_text(json.dumps(doc, indent=1))
 
 
-def load(database: str, label: str) -> dict[str, Figure] | None:
+def load(database: str, label: str) -> tuple[Fleet, dict[str, Figure]] | None:
     try:
         doc = json.loads(saved(database, label).read_text())
     except (OSError, ValueError):
         return None
-    print(f"   {database}, {label} nodes: measured {doc['measured_at']} at load {doc['load']:.1f}")
-    return {name: Figure(**fields) for name, fields in doc["figures"].items()}
+    if "fleet" in doc:
+        fleet = Fleet(**doc["fleet"])
+    else:  # saved before figures named their fleet: the fleet kept there now, by its manifest
+        kept = scale_fleet.read_manifest(saved(database, label).parent).get(f"{database}-{label}", {})
+        fleet = Fleet(kept.get("nodes", 0), kept.get("results", 0), f"kept in {saved(database, label).parent}, by its manifest")
+    print(f"   {database}, {label} nodes: measured {doc['measured_at']} at load {doc['load']:.1f} on {fleet}")
+    return fleet, {name: Figure(**fields) for name, fields in doc["figures"].items()}
 
 
 def main() -> int:
@@ -409,7 +444,7 @@ def main() -> int:
     labels = os.environ.get("SCALE", "1250 12500").split()
     for database in databases:
         for label in labels:
-            save(database, label, run_scale(database, scale_fleet.scale(label)))
+            save(database, label, *run_scale(database, scale_fleet.scale(label)))
     print("\nthe figures of each database and size, latest run:")
     figures = {(database, label): found for database in ("sqlite", "postgresql") for label in scale_fleet.SCALES
                if (found := load(database, label)) is not None}

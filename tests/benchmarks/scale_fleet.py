@@ -1,5 +1,6 @@
 """The simulated fleets `make bench-scale` measures (tests/benchmarks/scale_bench.py), built once
-and kept in WIREWISE_SCALE_DATA (default /work/scale-data, else $TMPDIR/wirewise-scale-data):
+and kept in WIREWISE_SCALE_DATA (default /work/scale-data, else $TMPDIR/wirewise-scale-data; one
+scale's in WIREWISE_SCALE_DATA_<nodes> where that is set, data_folder):
 
 - 1,250 nodes with 1,000,000 results and 12,500 nodes with the newest quarter of that history,
   2,500,000 results (10,000 and 100,000 GPUs; SCALES says why not 10 million): three node types mixed along the rows (bench_fleet.py's: H200 NVL two-quad, H200
@@ -67,8 +68,12 @@ SCALES = {"1250": (1_250, SWEEPS), "12500": (12_500, LARGE_SWEEPS)}
 SLOW_EVERY = 200  # one node in this many measures 30% low in the last sweep
 
 
-def data_folder() -> Path:
-    given = os.environ.get("WIREWISE_SCALE_DATA")
+def data_folder(label: str) -> Path:
+    """Where the fleets of the scale `label` are kept: WIREWISE_SCALE_DATA_<label> (e.g.
+    WIREWISE_SCALE_DATA_12500) when set, else WIREWISE_SCALE_DATA, else the default; so one
+    scale's fleets can live on their own (a disk of its own, or a fleet built anew beside kept
+    ones)."""
+    given = os.environ.get(f"WIREWISE_SCALE_DATA_{label}") or os.environ.get("WIREWISE_SCALE_DATA")
     if given:
         return Path(given)
     return Path("/work/scale-data") if Path("/work").is_dir() else Path(tempfile.gettempdir()) / "wirewise-scale-data"
@@ -497,7 +502,7 @@ def ensure(size: Scale, database: str) -> str:
     missing or was built by another FIXTURE_VERSION, migrated when its schema is older."""
     from wirewise.orchestrator.store import Store
 
-    folder = data_folder()
+    folder = data_folder(size.label)
     folder.mkdir(parents=True, exist_ok=True)
     key = f"{database}-{size.label}"
     manifest = read_manifest(folder)
