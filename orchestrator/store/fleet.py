@@ -80,7 +80,7 @@ def pair_results(store: Store, campaign: str | None = None) -> list[PairResult]:
     every result of one campaign, or all."""
     with store.read() as db:
         d, p = db.dialect, db.params()
-        where = f"placement = {p(PAIR_LABEL)}"  # bound in the order they are written
+        where = d.seldom(f"placement = {p(PAIR_LABEL)}")  # bound in the order they are written
         if campaign is not None:
             where += f" AND campaign = {p(campaign)}"
         rows = db.rows(

@@ -97,6 +97,16 @@ class Dialect:
             return f"CASE WHEN {column} IS NULL THEN NULL ELSE printf('%!.17g', {column}) END"
         return f"CAST({self.number(column)} AS TEXT)"
 
+    def seldom(self, condition: str) -> str:
+        """A condition few rows meet, said so to SQLite's planner (unlikely()). Its statistics
+        keep one average of rows per value of an index, so a label few rows carry looks as
+        common as the one nearly every row carries: the pair tests' `placement = 'pair'` (12,500
+        of 2,512,500 results of the 12,500-node fleet of docs/scale.md) looked like half the
+        table, and the pair tests were read by walking every result in ended_at order (11.4 s,
+        0.08 s through the placement index). PostgreSQL keeps each column's most common values
+        and needs no hint."""
+        return f"unlikely({condition})" if self.sqlite else condition
+
     # -- values ------------------------------------------------------------------------
     def moment(self, value: datetime) -> Any:
         """A timestamp as a parameter: SQLite holds the text SQLAlchemy's DateTime writes (the

@@ -100,23 +100,24 @@ def test_what_pair_tests_measured_comes_first_and_a_bad_node_is_left_out() -> No
         choose_nodes(nodes[:1], 8, None, measured)
 
 
-def test_place_across_nodes_weighs_the_stored_pair_tests(db_url: str) -> None:
+def test_place_across_nodes_weighs_the_stored_pair_tests(url: str) -> None:
     """`place --across-nodes` on four stored nodes of one wiring: without pair results the first
     two; after a pair test found n1 slow (its tests with n2 and n3 at 9 GB/s, the healthy pairs
-    near 100), n1 is left out with its evidence and nodes measured healthy are taken."""
+    near 100), n1 is left out with its evidence and nodes measured healthy are taken. On both
+    databases: the pair tests' read says its label is seldom to SQLite alone (Dialect.seldom)."""
     from tests.conftest import wirewise_json
     from tests.placement.history import plant_all_reduce, plant_pair_tests
 
     for name in ("n1", "n2", "n3", "n4"):
-        plant_all_reduce(db_url, NVL, name, {})
-    assert [r["node"] for r in wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)["nodes"]] == ["n1", "n2"]
-    plant_pair_tests(db_url, "pairs-1", {("n1", "n2"): 9.0, ("n3", "n4"): 101.0, ("n1", "n3"): 9.1, ("n2", "n4"): 98.0})
-    out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
+        plant_all_reduce(url, NVL, name, {})
+    assert [r["node"] for r in wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", url)["nodes"]] == ["n1", "n2"]
+    plant_pair_tests(url, "pairs-1", {("n1", "n2"): 9.0, ("n3", "n4"): 101.0, ("n1", "n3"): 9.1, ("n2", "n4"): 98.0})
+    out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", url)
     assert [r["node"] for r in out["nodes"]] == ["n3", "n4"]
     (left,) = [r for r in out["reasons"] if r.startswith("left out")]
     assert left.startswith("left out n1: pair test pairs-1: best pair 9.1 GB/s busbw, 9% of the fleet's")
-    plant_pair_tests(db_url, "pairs-2", {("n1", "n2"): 100.0, ("n3", "n4"): 97.0})  # n1 repaired and tested again
-    out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", db_url)
+    plant_pair_tests(url, "pairs-2", {("n1", "n2"): 100.0, ("n3", "n4"): 97.0})  # n1 repaired and tested again
+    out = wirewise_json("place", "--gpus", "16", "--across-nodes", "--db", url)
     assert not [r for r in out["reasons"] if r.startswith("left out")] and [r["node"] for r in out["nodes"]] == ["n1", "n2"]
 
 

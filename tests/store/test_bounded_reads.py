@@ -75,3 +75,35 @@ def _case(workload: str) -> tuple[str, ...]:
 
 def _by_key(baselines) -> dict:
     return {b.key: (b.median, round(b.scaled_mad, 9), b.results, b.nodes, b.sources, b.metric) for b in baselines}
+
+
+def test_pair_tests_are_read_through_the_placement_index(tmp_path):
+    """SQLite's statistics keep one average of rows per label: 2 pair results beside 2,000
+    others (as 12,500 beside 2.5 million in docs/scale.md's fleet) look like half the table, and
+    the pair tests' read (place --across-nodes, fleet pairs) walked every result in ended_at
+    order unless the label is said to be seldom (Dialect.seldom): with ANALYZE's figures, the
+    read the store runs goes through ix_results_placement, and still finds both tests."""
+    import sqlite3
+
+    from tests.placement.history import plant_pair_tests
+    from wirewise.orchestrator.record.ingest import store_measurement
+    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.store.fleet import pair_results
+    from wirewise.record import ResultRecord
+
+    path = tmp_path / "skewed.db"
+    url = f"sqlite:///{path}"
+    store_measurement(Store(url), [ResultRecord(workload="collective", node=f"n{i % 20}", gpus=[0, 1], gpu_count=2, op="all_reduce",
+                                                bytes=1 << (10 + i % 20), params={"placement": "packed"}, busbw_gbs=100.0)
+                                   for i in range(2000)])
+    plant_pair_tests(url, "pairs-1", {("n1", "n2"): 90.0, ("n3", "n4"): 91.0})
+    with sqlite3.connect(path) as conn:
+        conn.execute("ANALYZE")
+    store, statements = Store(url), []
+    with store.read() as db:  # the store keeps this thread's connection: the read below runs on it
+        db.connection.set_trace_callback(statements.append)
+    assert {r.nodes for r in pair_results(store)} == {("n1", "n2"), ("n3", "n4")}
+    (read,) = [sql for sql in statements if "node_count = 2" in sql]
+    with sqlite3.connect(path) as conn:
+        plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {read}"))
+    assert "USING INDEX ix_results_placement" in plan, plan
