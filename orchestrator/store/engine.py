@@ -7,8 +7,8 @@ transaction that upgrades to a writer fails at once instead of waiting). Queries
 (`Store.read`) begin deferred: in WAL mode a reader needs no lock, so a long report
 does not stop campaigns from storing results.
 
-Reads run SQL text on the driver's connection (read.py says why); writes and migrations go
-through SQLAlchemy, imported on the first write. A store that is up to date is recognised by
+Reads run SQL text on the driver's connection, sqlite3's or psycopg's (read.py says why);
+writes and migrations go through SQLAlchemy, imported on the first write. A store that is up to date is recognised by
 one SELECT of alembic_version, so a query command never imports SQLAlchemy or alembic.
 """
 
@@ -25,7 +25,8 @@ import wirewise.db
 from wirewise.db import HEAD
 from wirewise.errors import UserError
 from wirewise.settings import setting, user_file
-from wirewise.orchestrator.store.read import POSTGRESQL, SQLITE, Reader, open_sqlite, plain_sqlite_path, sqlite_pragmas
+from wirewise.orchestrator.store.read import (POSTGRESQL, SQLITE, Reader, libpq_uri, open_postgresql, open_sqlite,
+                                              plain_sqlite_path, sqlite_pragmas)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Engine
@@ -99,7 +100,7 @@ def parse_url(url: str) -> URL:
 
     try:
         return make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise UserError(f"not a database URL: {url!r} (try sqlite:///wirewise.db or postgresql+psycopg://user@host/db)") from None
 
 
@@ -125,7 +126,7 @@ def make_engine(url: str) -> Engine:
         try:
             return create_engine(url, pool_pre_ping=True)
         except (NoSuchModuleError, ImportError) as exc:
-            raise UserError(f"no database driver for {parsed.drivername!r} ({exc}); use sqlite:///PATH or postgresql+psycopg://...") from None
+            raise no_driver(parsed.drivername, exc) from None
     check_sqlite_file(url, parsed.database, parsed.query.get("mode") == "memory")
     busy_s = busy_timeout_s()
     engine = create_engine(url, connect_args={"timeout": busy_s, "isolation_level": None})
@@ -142,6 +143,10 @@ def make_engine(url: str) -> Engine:
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
     return engine
+
+
+def no_driver(drivername: str, exc: Exception) -> UserError:
+    return UserError(f"no database driver for {drivername!r} ({exc}); use sqlite:///PATH or postgresql+psycopg://...")
 
 
 def no_database_message(found, path: Path) -> str:
@@ -166,20 +171,22 @@ def _revision(conn) -> str | None:
 
 
 class Store:
-    """A database at a URL, migrated to the newest schema. A plain SQLite file is read without
-    SQLAlchemy; the engine is made on first use (a write, a migration, another kind of URL)."""
+    """A database at a URL, migrated to the newest schema. A plain SQLite file and a psycopg
+    PostgreSQL URL are read without SQLAlchemy; the engine is made on first use (a write, a
+    migration, another kind of URL)."""
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.setting = setting("db", url)
         self.url = self.setting.value
         self._file = plain_sqlite_path(self.url)
+        self._libpq = libpq_uri(self.url)
         if self._file is not None and self.setting.is_default:
             Path(self._file).parent.mkdir(parents=True, exist_ok=True)  # the user's data folder, made on first write
         self._readers: dict[tuple[int, int], Any] = {}  # (pid, thread) -> its sqlite3 connection
         self._engine: Engine | None = None
         if self._file is not None:
             check_sqlite_file(self.url, self._file)
-        else:
+        elif self._libpq is None:
             self._engine = make_engine(self.url)
         if migrate:
             self.upgrade()
@@ -191,7 +198,7 @@ class Store:
         DatabaseUnreachable where its server does not answer; both are DatabaseUnavailable."""
         found = setting("db", url)
         database = plain_sqlite_path(found.value)
-        if database is None:
+        if database is None and libpq_uri(found.value) is None:
             parsed = parse_url(found.value)
             database = parsed.database if parsed.get_backend_name() == "sqlite" else None
         if database not in (None, "", ":memory:") and not Path(database).expanduser().exists():
@@ -238,15 +245,22 @@ class Store:
             with self.engine.execution_options(**{READ_ONLY: True}).connect() as conn:
                 return _revision(conn)
         except DatabaseError as exc:  # not a database at all, or one that cannot be opened
-            first_line = str(exc.orig).strip().splitlines()[0]
-            raise DatabaseUnreachable(f"cannot open database {self.safe_url}{_from(self.setting)}: {first_line}") from None
+            raise self._unreachable(exc.orig) from None
+
+    def _unreachable(self, exc: Exception) -> DatabaseUnreachable:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return DatabaseUnreachable(f"cannot open database {self.safe_url}{_from(self.setting)}: {first_line}")
 
     def _driver_errors(self) -> tuple[type[Exception], ...]:
         """What the driver raises for a failed statement or connection (PEP 249's Error)."""
-        import sqlite3
-
         if self._file is not None:
+            import sqlite3
+
             return (sqlite3.Error,)
+        if self._libpq is not None:
+            import psycopg
+
+            return (psycopg.Error,)
         return (self.engine.dialect.loaded_dbapi.Error,)
 
     def upgrade(self) -> None:
@@ -305,6 +319,8 @@ class Store:
         keep = False
         if self._file is not None:
             (conn, keep), dialect = self._sqlite_connection(), SQLITE
+        elif self._libpq is not None:
+            conn, dialect = self._postgresql_connection(), POSTGRESQL
         else:
             conn = self.engine.raw_connection()
             dialect = SQLITE if self.engine.dialect.name == "sqlite" else POSTGRESQL
@@ -318,6 +334,19 @@ class Store:
             finally:
                 if not keep:
                     conn.close()
+
+    def _postgresql_connection(self):
+        """A new psycopg connection for one read, closed after it: a server restarted between two
+        reads of a long-running command costs nothing, where a kept connection would fail its
+        next read (SQLAlchemy's pool pinged before each; a local connection takes about as long)."""
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise no_driver("postgresql+psycopg", exc) from None
+        try:
+            return open_postgresql(self._libpq)
+        except psycopg.Error as exc:  # refused, no such host or database, bad password, a malformed URI
+            raise self._unreachable(exc) from None
 
     def _sqlite_connection(self):
         """(a sqlite3 connection to the file, whether it is kept): this process's and thread's
