@@ -15,6 +15,7 @@ one SELECT of alembic_version, so a query command never imports SQLAlchemy or al
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -159,6 +160,7 @@ def _from(found) -> str:
     return f" ({found.origin})"
 
 
+_RAW_PASSWORD = re.compile(r"^[^:/]+://[^:/@]*:([^@]*)@")  # a URL's password as typed, escapes and all
 MIGRATION_LOCK_KEY = 0x77697265  # "wire": the PostgreSQL advisory lock migrations take
 
 
@@ -248,7 +250,11 @@ class Store:
             raise self._unreachable(exc.orig) from None
 
     def _unreachable(self, exc: Exception) -> DatabaseUnreachable:
+        """The driver's first line, without the URL's password: libpq quotes the token it could
+        not read, which may be the password itself."""
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        for secret in {parse_url(self.url).password, *_RAW_PASSWORD.findall(self.url)} - {None, ""}:
+            first_line = first_line.replace(secret, "***")
         return DatabaseUnreachable(f"cannot open database {self.safe_url}{_from(self.setting)}: {first_line}")
 
     def _driver_errors(self) -> tuple[type[Exception], ...]:
