@@ -15,6 +15,7 @@ longer finds is cleared.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -35,7 +36,7 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
     """Findings for `node` (every node with results when None). `live` probes this machine's
     topology (named `live_node`); it runs only when that is the node being checked."""
     from wirewise.orchestrator.health.baseline import imported
-    from wirewise.orchestrator.store.health import record_check, result_runs, results_in_one_domain
+    from wirewise.orchestrator.store.health import record_checks, result_runs, results_in_one_domain
 
     rules = rules or default_rules()
     base = Filters(include_cpu=include_cpu or rules.include_cpu)
@@ -62,12 +63,18 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
         judgement.judged[live_node] |= judged
     if node is None and live_node in nodes and not judgement.judged[live_node] and live_node not in with_results:
         nodes = [n for n in nodes if n != live_node]  # this machine, asked about only in passing: nothing to say of it
-    verdicts = {name: verdict_of(name, judgement) for name in nodes}
+    found_on: dict[str, list] = defaultdict(list)
+    for finding in judgement.findings:
+        found_on[finding.node].append(finding)
+    verdicts = {name: verdict_of(found_on[name], judgement.judged[name]) for name in nodes}
+    checks = []
     for name, said in verdicts.items():
         if said == NOT_JUDGED:
             judgement.notes.append(f"{name}: no rule could compare anything of it: not judged (not the same as healthy)")
-        elif record:  # a node no rule judged keeps the verdict it had
-            record_check(store, name, source, judgement.judged[name], [f for f in judgement.findings if f.node == name])
+        else:  # a node no rule judged keeps the verdict it had
+            checks.append((name, judgement.judged[name], found_on[name]))
+    if record:
+        record_checks(store, source, checks)
     asked = [r for r in HISTORY_RULES if rules.rules.enabled(r)]
     live_asked = [r for r in LIVE_RULES if rules.rules.enabled(r)] if live is not None else []
     return {"healthy": healthy_of(verdicts), "verdicts": verdicts, "nodes": nodes,
@@ -79,12 +86,13 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
 HEALTHY, FLAGGED, NOT_JUDGED = "healthy", "flagged", "not judged"
 
 
-def verdict_of(node: str, judgement) -> str:
-    """flagged (a rule fired), healthy (rules compared it and none fired) or not judged (no rule
-    could compare anything of it: no baseline, no peers, no live reading)."""
-    if any(f.node == node for f in judgement.findings):
+def verdict_of(findings: list, judged: set[str]) -> str:
+    """A node's verdict from its findings and the rules that judged it: flagged (a rule fired),
+    healthy (rules compared it and none fired) or not judged (no rule could compare anything of
+    it: no baseline, no peers, no live reading)."""
+    if findings:
         return FLAGGED
-    return HEALTHY if judgement.judged[node] else NOT_JUDGED
+    return HEALTHY if judged else NOT_JUDGED
 
 
 def healthy_of(verdicts: dict[str, str]) -> bool | None:
