@@ -39,6 +39,7 @@ def run_bundle(folder: str | Path, runs: list[Attempt], on_task: OnTask | None =
     for task_id, attempt in runs:
         outcome = campaign.outcome(task_id)
         if outcome is not None and outcome["attempt"] >= attempt:
+            campaign.name_outcome(task_id, outcome["status"], outcome["attempt"])  # where the requeue came between
             continue  # finished before a requeue
         attempt = campaign.claim_attempt(task_id, attempt, job.step_key)
         spec = campaign.read_task(task_id)

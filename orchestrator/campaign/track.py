@@ -4,7 +4,9 @@ not, cancelling.
 A task's state comes from its folder first (the outcome its last run wrote: ok, oom, failed,
 timeout, cancelled) and, for tasks still without one, from its element's state as the
 campaign's executor reports it: one query per poll for the whole campaign (for Slurm, one sacct
-call), never one per task and never submitit's `job.state` in a loop. An element that ended
+call), never one per task and never submitit's `job.state` in a loop. The outcomes are read
+from one listing of the folder's outcomes/ (folder.CampaignFolder.outcome_index); a task's own
+folder is read only where that does not settle it and its element has ended. An element that ended
 without the task's outcome left it `cancelled` (scancel), `timeout` (the time limit), or
 `missing` (the node, the job or the local run died).
 """
@@ -80,7 +82,7 @@ def campaign_status(store: Store, name: str, stored_if_unusable: bool = False) -
     `stored_if_unusable`: instead, the statuses the store holds, with a note saying why (what
     `campaign status` shows of a campaign whose folder was deleted)."""
     from wirewise.orchestrator.executor import executor_named
-    from wirewise.orchestrator.executor.core import RUNNING
+    from wirewise.orchestrator.executor.core import PENDING, RUNNING
 
     info = campaign_info(store, name)
     try:
@@ -93,13 +95,20 @@ def campaign_status(store: Store, name: str, stored_if_unusable: bool = False) -
                               note=f"{str(exc).split(';')[0]}: these are the statuses stored when it was last read")
     folder = CampaignFolder(Path(info.folder))
     tasks = campaign_tasks(store, name)
-    outcomes = {task.task_id: folder.outcome(task.task_id) for task in tasks}
-    # a task whose folder was deleted after it finished keeps what was stored: it is not "missing"
-    kept = {task.task_id for task in tasks if outcomes[task.task_id] is None and task.status in FINISHED
-            and not folder.task_dir(task.task_id).is_dir()}
-    unfinished = [task for task in tasks if not _finished(outcomes[task.task_id], task) and task.task_id not in kept]
+    index = folder.outcome_index()
+    outcomes = ({task.task_id: folder.outcome(task.task_id) for task in tasks} if index is None
+                else {task.task_id: _named(index.get(task.task_id)) for task in tasks})
+    unfinished = [task for task in tasks if not _finished(outcomes[task.task_id], task)]
     executor = executor_named(info.executor)
     states = executor.states([task.element for task in unfinished]) if unfinished else {}
+    if index is not None:  # what outcomes/ does not settle, a task's folder may: a run that died
+        # between its result and its outcome, or an outcome named twice. Not while its element runs or
+        # waits (each of its runs names its outcome), so a live campaign is read in one listing.
+        outcomes.update({task.task_id: folder.outcome(task.task_id) for task in unfinished
+                         if states.get(task.element) not in (PENDING, RUNNING)})
+    # a task whose folder was deleted after it finished keeps what was stored: it is not "missing"
+    kept = {task.task_id for task in unfinished if outcomes[task.task_id] is None and task.status in FINISHED
+            and not folder.task_dir(task.task_id).is_dir()}
     running = sorted({element for element, state in states.items() if element and state == RUNNING})
     status = CampaignStatus(info, stored=tasks, warnings=sorted(set(executor.allocation_problems(running).values())) if running else [])
     started: set[tuple] = set()  # elements whose first unfinished task was seen
@@ -116,6 +125,11 @@ def campaign_status(store: Store, name: str, stored_if_unusable: bool = False) -
         started.add(where)
         status.tasks.append(TaskState(task.task_id, state, task.attempts, task.element, task.node))
     return status
+
+
+def _named(named: tuple[int, str] | None) -> dict | None:
+    """An outcome as outcomes/ names it, as CampaignFolder.outcome reads it."""
+    return None if named is None else {"status": named[1], "attempt": named[0]}
 
 
 def _finished(outcome: dict | None, task: TaskInfo) -> bool:
