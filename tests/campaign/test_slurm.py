@@ -137,6 +137,7 @@ def test_a_killed_element_keeps_the_results_that_finished(tmp_path, slurm_cluste
     done = watch("killed", db_url)
     by_task = {t["task_id"]: t["status"] for t in done["tasks"]}
     assert by_task == {first: "ok", second: "missing", third: "missing"}
+    assert os.listdir(tmp_path / "campaign" / "outcomes") == [f"{first}.1.ok"]  # what status read the outcome from
     assert {task for (task,) in rows(db_url, "SELECT DISTINCT task_id FROM results")} == {first}
     assert not (tasks / second / "attempt1" / "result.json").exists()
 
@@ -154,6 +155,7 @@ def test_a_preempted_element_is_requeued_and_records_the_attempt(tmp_path, slurm
     assert done["counts"] == {"ok": 2}
     attempts = {t["task_id"]: t["attempt"] for t in done["tasks"]}
     assert attempts == {first: 1, second: 2}  # the finished task was not measured again
+    assert sorted(os.listdir(tmp_path / "campaign" / "outcomes")) == sorted([f"{first}.1.ok", f"{second}.2.ok"])
     assert not (tasks / second / "attempt1" / "result.json").exists()
     assert dict(rows(db_url, "SELECT task_id, json_extract(extra, '$.attempt') FROM results")) == {first: 1, second: 2}
     log = "".join(p.read_text() for p in (tmp_path / "campaign" / "submitit").glob("*_log.err"))
