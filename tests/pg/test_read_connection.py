@@ -82,3 +82,22 @@ def test_a_postgresql_url_that_cannot_be_read_is_one_line_and_exit_2(pg_server, 
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("wirewise: error: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert why in proc.stderr and "secret" not in proc.stderr, proc.stderr
+
+
+def test_a_read_keeps_its_connection_and_replaces_one_the_server_closed(pg_url, pg_server):
+    """A command's reads share one connection (this process's and thread's); a read begun inside
+    another gets its own; a kept connection whose server session ended (a restart, an
+    administrator's pg_terminate_backend) is found by its ping and replaced, not a failed read."""
+    store = Store(pg_url)
+    session = "SELECT pg_backend_pid()"
+    with store.read() as db:
+        kept = db.scalar(session)
+        with store.read() as inner:
+            assert inner.scalar(session) != kept
+    with store.read() as db:
+        assert db.scalar(session) == kept
+    with pg_server._admin() as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s, 10000)", (kept,)).fetchone() == (True,)
+    with store.read() as db:
+        assert db.scalar(session) != kept
+        assert db.scalar("SELECT count(*) FROM alembic_version") == 1
