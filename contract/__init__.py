@@ -17,6 +17,7 @@ other's internals; what they share lives here, torch-free:
 - `wirewise.launch`: what `wirewise launch` decided for a job, as its ranks read it back;
 - `wirewise.jobenv`: the one reader of the scheduler's environment (the Slurm job and its nodes,
   the GPUs by nvidia-smi's index, the ranks), for both sides;
+- `wirewise.dtypes`: the element types, their sizes and nccl-tests' names for them;
 - `wirewise.errors`, `wirewise.atomic`, `wirewise.versions`, `wirewise.runs`: small shared pieces.
 
 Nothing in this package imports `wirewise.orchestrator` or `wirewise.jobs` (tests/test_architecture.py),

@@ -7,10 +7,11 @@ on the same GPUs measure the same sizes with the same definitions.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from wirewise.dtypes import ELEMENT_BYTES
 from wirewise.limits import MAX_ITERATIONS
 from wirewise.registry import DEFAULT_OPS, OPS, OpName
 from wirewise.units import human_bytes, parse_size
@@ -18,11 +19,10 @@ from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, UserError, make_
 
 OP_NAMES = tuple(OPS)  # every op, in the order a sweep runs them
 
-# Canonical dtype name (torch's) -> bytes per element.
-ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "bf16": "bfloat16", "half": "float16", "fp16": "float16"}
-
+# The element types a sweep measures (torch's names; their sizes: wirewise.dtypes), and other spellings of them.
 Dtype = Literal["float32", "bfloat16", "float16"]
+SWEEP_DTYPES = get_args(Dtype)
+DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "bf16": "bfloat16", "half": "float16", "fp16": "float16"}
 
 def transport_note(transport: str, backend: str, world_size: int, nvls_enable: str | None) -> str | None:
     """What --transport pcie does not turn off, where it matters: NVLS on 3+ NCCL ranks
@@ -39,8 +39,8 @@ def canonical_dtype(name: str) -> str:
     """'bf16' -> 'bfloat16', 'float' -> 'float32'; unknown names raise with the choices."""
     key = str(name).strip().lower()
     key = DTYPE_ALIASES.get(key, key)
-    if key not in ELEMENT_BYTES:
-        raise ValueError(f"choose one of {', '.join(ELEMENT_BYTES)} (or {', '.join(DTYPE_ALIASES)})")
+    if key not in SWEEP_DTYPES:
+        raise ValueError(f"choose one of {', '.join(SWEEP_DTYPES)} (or {', '.join(DTYPE_ALIASES)})")
     return key
 
 

@@ -110,6 +110,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from wirewise.case import REDUCING_OPS
+from wirewise.dtypes import NCCL_TESTS_TYPES
 from wirewise.errors import UserError
 from wirewise.jobenv import visible_indices
 from wirewise.limits import MAX_LOG_BYTES
@@ -140,16 +141,6 @@ OP_IN_NAME = [
     ("gather", ("gather",)),
     ("scatter", ("scatter",)),
 ]
-# nccl-tests type names -> torch's (the names wirewise records) and bytes per element.
-DTYPES = {
-    "float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",
-    "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64",
-    "uint64": "uint64", "char": "int8", "int": "int32", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
-}
-ELEMENT_BYTES = {
-    "float": 4, "half": 2, "double": 8, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4, "uint32": 4,
-    "int64": 8, "uint64": 8, "char": 1, "int": 4, "f8e4m3": 1, "f8e5m2": 1,
-}
 # DeltaMaxValue(type) of nccl-tests' src/common.cu (until 2.13, when #wrong replaced the float
 # error column): a row failed when its error exceeded this times (ranks - 1); integers: any error.
 ERROR_TOLERANCE = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
@@ -949,10 +940,10 @@ def _elements_per_count(rows: list[Row]) -> int | None:
     """size / (count x element size), the same whole number on every non-empty row, or None."""
     ratios = set()
     for row in rows:
-        width = ELEMENT_BYTES.get(row.type)
-        if width is None or row.count == 0:
+        element = NCCL_TESTS_TYPES.get(row.type)
+        if element is None or row.count == 0:
             continue
-        whole, rest = divmod(row.size, row.count * width)
+        whole, rest = divmod(row.size, row.count * element.bytes)
         if rest:
             return None
         ratios.add(whole)
@@ -1134,7 +1125,7 @@ class SectionResult:
                 yield ResultRecord(
                     **base, **wiring, status=self.status, error=self.error,
                     record_id=_record_id(self.run_id, row, seen_sizes[row.size], in_place),
-                    bytes=row.size, count=row.count, dtype=DTYPES.get(row.type, row.type), in_place=in_place,
+                    bytes=row.size, count=row.count, dtype=_recorded_dtype(row.type), in_place=in_place,
                     time_us=timing.time_us, algbw_gbs=timing.algbw_gbs, busbw_gbs=timing.busbw_gbs,
                     wrong=wrong_count(row, timing, self.ranks), extra=extra,
                 )
@@ -1292,6 +1283,12 @@ def _gpus(section: Section, node: str | None) -> list[int]:
         mapping = visible_indices(command.env, on_node[-1] + 1) if command and on_node else None
         return sorted(mapping[d] for d in on_node) if mapping else on_node
     return sorted(command.gpus) if command and command.gpus is not None and _command_ranks(section) else []
+
+
+def _recorded_dtype(printed: str) -> str:
+    """The dtype a row records: torch's name for nccl-tests' (`float` -> float32), else as printed."""
+    element = NCCL_TESTS_TYPES.get(printed)
+    return element.name if element else printed
 
 
 def _extra(section: Section, ranks: Ranks) -> dict[str, Any]:

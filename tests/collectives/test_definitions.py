@@ -44,6 +44,22 @@ def test_params_validate_and_normalise():
             CollectiveParams.model_validate(bad)
 
 
+def test_the_element_table_is_torchs_and_both_sides_read_it():
+    """wirewise.dtypes is the one table of element sizes: each size is torch's for that name,
+    every type a sweep measures is in it, and nccl-tests' names read as the same element."""
+    import torch
+
+    from wirewise.dtypes import ELEMENT_BYTES, ELEMENT_TYPES, NCCL_TESTS_TYPES
+    from wirewise.workloads.collective import SWEEP_DTYPES
+
+    for element in ELEMENT_TYPES:
+        assert torch.empty(0, dtype=getattr(torch, element.name)).element_size() == element.bytes, element
+    for dtype in SWEEP_DTYPES:
+        assert CollectiveParams(dtype=dtype).element_bytes == ELEMENT_BYTES[dtype]
+    assert {printed: e.name for printed, e in NCCL_TESTS_TYPES.items() if printed in ("float", "half", "double", "bfloat16")} == {
+        "float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16"}
+
+
 def test_all_gather_counts_match_the_old_nccl_tests_log():
     """8 ranks, float: nccl-tests rounds each rank's chunk down to whole 16-byte lines, so
     4..64 B print as 0 and 128 B as count 4 (tests/fixtures/nccl-tests, the Polaris log)."""
