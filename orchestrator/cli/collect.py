@@ -9,7 +9,7 @@ from wirewise.orchestrator.cli.common import DbOption, JsonOption, print_json
 
 
 def collect(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Result files, or folders to search for result.json.")],
+    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Result files (a result.json, or result records as JSON lines), or folders to search for them.")],
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:

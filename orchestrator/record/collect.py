@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirewise.errors import UserError
-from wirewise.orchestrator.record.ingest import ingest_result_file
+from wirewise.orchestrator.record.formats import holds_result_records, is_nccl_tests_log, starts_as_json
+from wirewise.orchestrator.record.ingest import RESULT_FILE_FIX, ingest_result_file
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.engine import DatabaseBusy, db_wait_s
 from wirewise.record import ResultRecord
@@ -31,15 +32,18 @@ class Collected:
 
 
 def result_files(paths: list[str | Path]) -> list[Path]:
-    """Result files named, or found (as result.json) under the folders named. Everything is
-    checked before anything is stored: a path that is neither a file nor a folder, and a result
+    """Result files named, or found under the folders named (every result.json, and every
+    JSON-lines file of result records: wirewise.orchestrator.record.formats). Everything is
+    checked before anything is stored: a path that is neither a file nor a folder, a result
     file that is not a regular file within MAX_RESULT_BYTES (a FIFO, /dev/zero behind a
-    symlink), is a UserError. A folder that happens to be named result.json is searched, not read."""
+    symlink), and a file that is not JSON (an nccl-tests log: its message names `import
+    nccl-tests`) is a UserError. A folder that happens to be named result.json is searched, not read."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.extend(p for p in sorted(path.rglob(RESULT_FILE)) if not p.is_dir())
+            results = [p for p in path.rglob(RESULT_FILE) if not p.is_dir()]
+            found.extend(sorted(results + [p for p in path.rglob("*.jsonl") if p.is_file() and holds_result_records(p)]))
         elif path.exists() or path.is_symlink():
             found.append(path)
         else:
@@ -50,13 +54,21 @@ def result_files(paths: list[str | Path]) -> list[Path]:
 
 
 def _check_readable(path: Path) -> None:
-    """What reading the file would refuse (ingest's read_json), said before anything is stored."""
+    """What reading the file would refuse (ingest's read_json) where it is not JSON at all, said
+    before anything is stored."""
     from wirewise.limits import MAX_RESULT_BYTES, cannot_read, check_bounded
 
     try:
         check_bounded(path, MAX_RESULT_BYTES)
     except OSError as exc:
         raise UserError(f"{cannot_read('result file', path, exc)}; nothing stored") from None
+    if starts_as_json(path):
+        return
+    if is_nccl_tests_log(path):
+        raise UserError(f"{path}: an nccl-tests log, not a wirewise result file: store it with "
+                        f"`wirewise import nccl-tests {path}`; nothing stored")
+    raise UserError(f"{path}: not a wirewise result file (not JSON); {RESULT_FILE_FIX} (an nccl-tests log: "
+                    "`wirewise import nccl-tests LOG`); nothing stored")
 
 
 def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) -> tuple[list[ResultRecord], int]:

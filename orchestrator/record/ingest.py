@@ -80,8 +80,9 @@ def as_result_document(doc: Any) -> Any:
     per line, as results are exported and the project's fixtures hold them; a file of one line
     is one record) as a document of those records, with no wiring."""
     from wirewise.limits import JsonLines
+    from wirewise.orchestrator.record.formats import is_result_record
 
-    if isinstance(doc, JsonLines) or (isinstance(doc, dict) and "records" not in doc and "workload" in doc):
+    if isinstance(doc, JsonLines) or is_result_record(doc):
         values = list(doc) if isinstance(doc, JsonLines) else [doc]
         return {"records": values, "lines": True}
     return doc

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from wirewise.errors import UserError
 from wirewise.limits import MAX_LOG_BYTES
+from wirewise.orchestrator.record.formats import looks_like_result_file
 from wirewise.orchestrator.record.log_text import MAX_LINE_CHARS
 from wirewise.orchestrator.record.nccl_tests.identity import already_stored
 from wirewise.orchestrator.record.nccl_tests.options import Given, HowItRan
@@ -85,6 +86,9 @@ def read_log_file(path: Path, *, op: list[str] | str | None = None, node: str | 
         sections = parse_log(text.lines())
     except OSError as exc:
         raise UserError(f"{str(path)!r}: cannot read it ({exc.strerror})") from None
+    if not sections and looks_like_result_file(path):
+        raise UserError(f"{path.name}: wirewise result records (JSON), not an nccl-tests log: store them with "
+                        f"`wirewise collect {path}`")
     topology = None
     if topology_file is not None:
         node = node or next((s.rank0_host for s in sections if s.rank0_host), None)
