@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from wirewise.errors import UserError
 from wirewise.limits import MAX_LOG_BYTES
 from wirewise.orchestrator.record.formats import looks_like_result_file
-from wirewise.orchestrator.record.log_text import MAX_LINE_CHARS
+from wirewise.orchestrator.record.log_text import MAX_LINE_CHARS, LogText
 from wirewise.orchestrator.record.nccl_tests.identity import already_stored
 from wirewise.orchestrator.record.nccl_tests.options import Given, HowItRan
 from wirewise.orchestrator.record.nccl_tests.reader import parse_log
 from wirewise.orchestrator.record.nccl_tests.records import SectionResult, gpus_used, read_sections
-from wirewise.orchestrator.record.nccl_tests.sections import MAX_SKIPPED_SHOWN
+from wirewise.orchestrator.record.nccl_tests.sections import MAX_SKIPPED_SHOWN, Section
 from wirewise.orchestrator.record.nccl_tests.summary import import_summary
 from wirewise.record import ResultRecord
 
@@ -76,8 +76,6 @@ def read_log_file(path: Path, *, op: list[str] | str | None = None, node: str | 
                   ranks: list[str] | str | int | None = None) -> LogImport:
     """Read and check an nccl-tests log (and the topology it ran on), a line at a time: what is
     kept is each run's rows and facts, never the text; UserError for anything wrong."""
-    from wirewise.orchestrator.record.log_text import LogText
-
     given = Given.from_options(op, ranks, node, how)
     text = LogText(path, MAX_LOG_BYTES)
     if not path.exists():
@@ -102,14 +100,19 @@ def read_log_file(path: Path, *, op: list[str] | str | None = None, node: str | 
     results = read_sections(sections, path.name, given, topology, logged_at)
     imported = LogImport(path, node or next((r.node for r in results if r.node), None), topology, results)
     _check_gpus_fit(results, topology, topology_file)
-    imported.skipped = [f"{path.name} line {line}: longer than {MAX_LINE_CHARS:,} characters, not a log line"
-                        for line in text.long_lines[:MAX_SKIPPED_SHOWN]]
-    for section in sections:
-        imported.skipped += [f"{path.name} {why}" for why in section.skipped]
-        if section.skipped_more:
-            imported.skipped.append(f"{path.name}: {section.skipped_more} more rows of the run at line {section.first_line}")
-    imported.skipped += [f"{path.name}: {r.not_stored}" for r in results if r.not_stored]
+    imported.skipped = _not_stored(path.name, text.long_lines, sections, results)
     return imported
+
+
+def _not_stored(file_name: str, long_lines: list[int], sections: list[Section], results: list[SectionResult]) -> list[str]:
+    """What of the file was not stored, and why: lines too long to be a log's, rows, runs."""
+    skipped = [f"{file_name} line {line}: longer than {MAX_LINE_CHARS:,} characters, not a log line"
+               for line in long_lines[:MAX_SKIPPED_SHOWN]]
+    for section in sections:
+        skipped += [f"{file_name} {why}" for why in section.skipped]
+        if section.skipped_more:
+            skipped.append(f"{file_name}: {section.skipped_more} more rows of the run at line {section.first_line}")
+    return skipped + [f"{file_name}: {r.not_stored}" for r in results if r.not_stored]
 
 
 def _check_gpus_fit(results: list[SectionResult], topology: Topology | None, topology_file: Path | None) -> None:
