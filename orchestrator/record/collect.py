@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirewise.errors import UserError
-from wirewise.orchestrator.record.formats import holds_result_records, is_nccl_tests_log, starts_as_json
+from wirewise.orchestrator.record.formats import holds_result_records, is_nccl_tests_log, nccl_tests_logs_in, starts_as_json
 from wirewise.orchestrator.record.ingest import RESULT_FILE_FIX, ingest_result_file
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.engine import DatabaseBusy, db_wait_s
@@ -42,8 +42,7 @@ def result_files(paths: list[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            results = [p for p in path.rglob(RESULT_FILE) if not p.is_dir()]
-            found.extend(sorted(results + [p for p in path.rglob("*.jsonl") if p.is_file() and holds_result_records(p)]))
+            found.extend(_result_files_in(path))
         elif path.exists() or path.is_symlink():
             found.append(path)
         else:
@@ -51,6 +50,18 @@ def result_files(paths: list[str | Path]) -> list[Path]:
     for path in found:
         _check_readable(path)
     return found
+
+
+def _result_files_in(folder: Path) -> list[Path]:
+    """Every result.json and JSON-lines file of result records under the folder; where there is
+    none but there are nccl-tests logs, UserError naming them and the command that stores them."""
+    results = [p for p in folder.rglob(RESULT_FILE) if not p.is_dir()]
+    results += [p for p in folder.rglob("*.jsonl") if p.is_file() and holds_result_records(p)]
+    if not results and (logs := nccl_tests_logs_in(sorted(folder.rglob("*")))):
+        named = ", ".join(str(p.relative_to(folder)) for p in logs[:3]) + (" ..." if len(logs) > 3 else "")
+        raise UserError(f"{folder}: no wirewise result file under it, but nccl-tests logs ({named}): "
+                        f"store each with `wirewise import nccl-tests {logs[0]}`; nothing stored")
+    return sorted(results)
 
 
 def _check_readable(path: Path) -> None:

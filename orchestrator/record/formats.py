@@ -21,10 +21,12 @@ from wirewise.limits import MAX_LOG_BYTES, open_bounded
 from wirewise.orchestrator.record.log_text import BOMS, LogText
 
 # Read to tell a file's kind: a result record's line is ~2 KB (tests/fixtures/measured-2xh200);
-# an nccl-tests run's settings line is its first, though NCCL INFO lines (NCCL_DEBUG=INFO, ~50
-# per rank) may come before its header and rows.
+# an nccl-tests run's first rows come within a megabyte unless NCCL_DEBUG=INFO printed ~50 lines
+# for each of thousands of ranks before them (such a log is refused as not JSON, the message
+# still naming `import nccl-tests`).
 HEAD_BYTES = 1 << 20
-HEAD_CHARS = 16 << 20
+HEAD_CHARS = 1 << 20
+LOGS_LOOKED_AT = 20  # files of a folder without result files that are looked at for nccl-tests logs
 
 
 def is_result_record(value: Any) -> bool:
@@ -57,21 +59,26 @@ def _text_head(path: Path, size: int) -> str:
 
 
 def holds_result_records(path: Path) -> bool:
-    """A JSON-lines file whose first line is a result record (a file that cannot be read is not)."""
+    """A JSON-lines file whose first line is a result record (a file that cannot be read is not).
+    Read a few KB at a time up to the first line's end: a campaign folder has a progress.jsonl
+    in each of its runs."""
     try:
         with open_bounded(path, MAX_LOG_BYTES) as fh:
-            first = fh.read(HEAD_BYTES).split(b"\n", 1)[0]
-        return is_result_record(json.loads(first))
+            first = b""
+            while b"\n" not in first and len(first) < HEAD_BYTES and (more := fh.read(4096)):
+                first += more
+        return is_result_record(json.loads(first.split(b"\n", 1)[0]))
     except (OSError, ValueError):
         return False
 
 
 def is_nccl_tests_log(path: Path) -> bool:
-    """Whether the file's first HEAD_CHARS of text hold a line only an nccl-tests run prints."""
-    from wirewise.orchestrator.record.nccl_tests.reader import shows_a_run
+    """Whether the file's first HEAD_CHARS of text hold an nccl-tests run (its rows, or its
+    failure), as `import nccl-tests` reads one: a line that only names nccl-tests is not one."""
+    from wirewise.orchestrator.record.nccl_tests import parse_log
 
     try:
-        return shows_a_run(_head(LogText(path, MAX_LOG_BYTES)))
+        return bool(parse_log(_head(LogText(path, MAX_LOG_BYTES))))
     except OSError:
         return False
 
@@ -83,3 +90,10 @@ def _head(text: LogText) -> Iterator[tuple[int, str]]:
         if read > HEAD_CHARS:
             return
         yield number, line
+
+
+def nccl_tests_logs_in(files: list[Path]) -> list[Path]:
+    """nccl-tests logs among the first LOGS_LOOKED_AT of `files` that are not JSON: what
+    `collect` names when a folder holds no result file."""
+    candidates = [p for p in files if p.is_file() and not p.name.startswith(".") and not starts_as_json(p)]
+    return [p for p in candidates[:LOGS_LOOKED_AT] if is_nccl_tests_log(p)]

@@ -50,6 +50,24 @@ def test_collect_names_import_for_an_nccl_tests_log(log, tmp_path, db_url):
     assert not (tmp_path / "wirewise.db").exists() or db_rows(db_url, "SELECT count(*) FROM results") == [(0,)]
 
 
+def test_a_folder_of_nccl_tests_logs_names_import(tmp_path, db_url):
+    """A folder of real logs (and a note about them that names nccl-tests) holds no result
+    file: refused in one line that names the logs and the command that stores each."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in ("nccl-all_gather-a100-sxm4-2node-8gpu-polaris-zero-size-rows.txt", "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"):
+        shutil.copy(FIXTURES / "nccl-tests" / name, folder / name)
+    shutil.copy(FIXTURES / "nccl-tests" / "SOURCES", folder / "SOURCES")
+    proc = wirewise("collect", str(folder), "--db", db_url, timeout=QUICK)
+    one_line_exit_2(proc, f"{folder}: no wirewise result file under it, but nccl-tests logs (nccl-all_gather-a100-sxm4-2node-8gpu-"
+                          "polaris-zero-size-rows.txt, nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt): store each with "
+                          f"`wirewise import nccl-tests {folder}/nccl-all_gather-a100")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("nothing measured yet\n")
+    assert wirewise_json("collect", str(empty), "--db", db_url)["files"] == 0  # nothing there, nothing wrong
+
+
 def test_collect_reads_a_log_saved_as_utf16_as_a_log(tmp_path, db_url):
     """PowerShell's `>` saves UTF-16 with a byte-order mark: still an nccl-tests log, not 'not JSON'."""
     log = tmp_path / "all_reduce.log"

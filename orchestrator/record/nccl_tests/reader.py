@@ -94,14 +94,6 @@ def parse_log(text: str | Iterable[tuple[int, str]]) -> list[Section]:
     return list(_read_runs(numbered_lines(text) if isinstance(text, str) else text))
 
 
-def shows_a_run(lines: Iterable[tuple[int, str]]) -> bool:
-    """Whether the lines hold one that only an nccl-tests run prints: its version, `Collective
-    test starting`, settings (`# nThread 1 nGpus 1 ...`) or column header line. `collect` tells
-    a log from a result file by it (wirewise.orchestrator.record.formats)."""
-    return any(_VERSION.match(line) or _STARTING.match(line) or _SETTINGS.match(line) or _HEADER.match(line)
-               for _, line in _pieces(lines))
-
-
 class _Reader:
     """The state of reading one log: the run being read, and a command line awaiting its run."""
 
