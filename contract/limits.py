@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
+from wirewise.units import GIB, KIB, MIB, bytes_text
+
 MAX_INT = 2**63 - 1  # any stored integer: bytes, count, GPU count, ...
 MAX_RANKS = 65_536  # GPUs (or ranks) of one task or one --gpus, over all its nodes
 MAX_GPU_INDEX = 1023  # a GPU's index on its node (wirewise.ranges: --free, --gpus 0-3, Slurm's GRES)
@@ -36,20 +38,12 @@ MAX_TIME_MIN = 365 * 24 * 60  # a Slurm time limit or a task timeout: a year, pa
 MAX_AGE_DAYS = 100 * 366  # --since as an age
 MAX_INTERVAL_S = 24 * 3600  # seconds between polls (campaign status --watch)
 
-KIB, MIB, GIB = 1024, 1024**2, 1024**3
 MAX_SPEC_BYTES = 1 * MIB  # a campaign spec (YAML)
 MAX_TOPOLOGY_BYTES = 1 * MIB  # a saved `nvidia-smi topo -m`
 MAX_CONFIG_BYTES = 16 * MIB  # a transformers config.json
 MAX_RESULT_BYTES = 1 * GIB  # a result.json
 MAX_LOG_BYTES = 1 * GIB  # an nccl-tests log (read a line at a time: wirewise.orchestrator.record.log_text)
 MAX_SMALL_FILE_BYTES = 64 * KIB  # outcome.json, local.pid, plan.json's first read
-
-
-def size_text(n: int) -> str:
-    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} bytes"
 
 
 def read_bounded(path: str | Path, max_bytes: int) -> bytes:
@@ -106,7 +100,7 @@ def _check_size(fh, path: str | Path, max_bytes: int) -> None:
 
 
 def _too_large(path: str | Path, max_bytes: int) -> OSError:
-    return OSError(errno.EFBIG, f"larger than {size_text(max_bytes)}, the bound for this input", str(path))
+    return OSError(errno.EFBIG, f"larger than {bytes_text(max_bytes, 'bound')}, the bound for this input", str(path))
 
 
 def cannot_read(what: str, path: str | Path, exc: OSError):

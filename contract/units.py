@@ -1,8 +1,9 @@
-"""Units, one home each.
+"""Units, one home each; bytes_text is the one writer of a byte count, for every reader.
 
 Message sizes as people write them: '1M', '512K', '1G' in, '1G' out (binary units, as
 nccl-tests' -b/-e read them). No pydantic: `wirewise results --bytes 1G` parses without
-building models.
+building models. The bounds on an input's bytes (wirewise.limits) are binary too, written in
+prose as IEC units ("1 GiB"), the way file sizes are usually stated.
 
 Memory in GB: 10^9 bytes, as GPU datasheets count ("H100 80 GB", "H200 141 GB") and as the
 memory accounting the estimate follows does (Mistral-7B ddp ~87 GB). Every memory figure and
@@ -15,17 +16,23 @@ from __future__ import annotations
 
 import re
 
-from wirewise.limits import MAX_INT
-
+KIB, MIB, GIB = 1024, 1024**2, 1024**3  # binary units: message sizes, bounds
 GB = 10**9  # bytes in a GB of memory (see above)
-_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+_UNITS = {"": 1, "K": KIB, "M": MIB, "G": GIB}
+_BINARY = (("G", GIB), ("M", MIB), ("K", KIB))
+_DECIMAL = (("GB", GB), ("MB", 10**6), ("kB", 10**3))
+BYTE_FORMS = ("size", "bound", "memory", "GB")
 _SIZE = re.compile(r"^\s*(\d+)(?:\.(\d*))?\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str | int, most: int = MAX_INT) -> int:
+def parse_size(text: str | int, most: int | None = None) -> int:
     """'64', '512K', '1M', '1.5G' -> bytes (binary units, as nccl-tests' -b/-e read them), at
     most `most` (default: the largest integer the database stores). Computed in integers, so
     400 digits are "too large", not a float overflow."""
+    if most is None:
+        from wirewise.limits import MAX_INT  # here: wirewise.limits writes its bounds with bytes_text
+
+        most = MAX_INT
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
@@ -44,11 +51,30 @@ def parse_size(text: str | int, most: int = MAX_INT) -> int:
     return value
 
 
-def human_bytes(n: int) -> str:
-    for unit, scale in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
+def bytes_text(n: int | float, form: str = "size") -> str:
+    """A byte count as wirewise writes it, in the form its reader needs:
+
+    "size"    a message size, as nccl-tests' -b/-e and parse_size read it back: 1G, 512K, 64B;
+              a size that is no whole binary unit, 1.5K (rounded to a tenth of a KiB)
+    "bound"   a bound on an input's bytes, in prose: 1 GiB, 64 KiB, 1000 bytes
+    "memory"  memory in powers of ten (GB above): 80.00 GB, 512.00 MB, 12.00 kB, 12 B
+    "GB"      memory as a number of GB, for a column headed GB: 80.00
+
+    A binary form takes the largest unit that divides the count exactly, so that the text reads
+    back as the same count."""
+    if form == "memory":
+        unit, scale = next(((unit, scale) for unit, scale in _DECIMAL if n >= scale), ("B", 1))
+        return f"{n / scale:.2f} {unit}" if scale > 1 else f"{n} B"
+    if form == "GB":
+        return f"{n / GB:.2f}"
+    whole = next(((unit, scale) for unit, scale in _BINARY if n >= scale and n % scale == 0), None)
+    if form == "bound":
+        return f"{n // whole[1]} {whole[0]}iB" if whole else f"{n} bytes"
+    if form == "size":
+        if whole:
+            return f"{n // whole[1]}{whole[0]}"
+        return f"{n}B" if n < KIB else f"{n / KIB:.1f}K"
+    raise ValueError(f"no byte form {form!r} (the forms are {', '.join(BYTE_FORMS)})")
 
 
 def gb_bytes(gb: float) -> int:

@@ -68,7 +68,7 @@ def test_nothing_points_to_a_design_file_outside_the_repository():
 
 def test_the_bounds_table_is_wirewise_limits():
     """Every bound in wirewise.limits is in the table, with its value."""
-    from wirewise import limits
+    from wirewise import limits, units
 
     rows = {}
     for line in _section("Bounds").splitlines():
@@ -78,4 +78,4 @@ def test_the_bounds_table_is_wirewise_limits():
     bounds = {name: getattr(limits, name) for name in dir(limits) if name.startswith("MAX_")}
     assert set(rows) == set(bounds)
     for name, value in bounds.items():
-        assert rows[name].split()[0] == str(value) or rows[name] == limits.size_text(value), (name, rows[name])
+        assert rows[name].split()[0] == str(value) or rows[name] == units.bytes_text(value, "bound"), (name, rows[name])

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from wirewise.dtypes import ELEMENT_BYTES
 from wirewise.limits import MAX_ITERATIONS
 from wirewise.registry import DEFAULT_OPS, OPS, OpName
-from wirewise.units import human_bytes, parse_size
+from wirewise.units import bytes_text, parse_size
 from wirewise.workloads import TRANSPORT_ENV, Ranks, Transport, UserError, make_task
 
 OP_NAMES = tuple(OPS)  # every op, in the order a sweep runs them
@@ -97,7 +97,7 @@ class CollectiveParams(BaseModel):
     @model_validator(mode="after")
     def _range(self) -> CollectiveParams:
         if self.min_bytes > self.max_bytes:
-            raise ValueError(f"-b {human_bytes(self.min_bytes)} is larger than -e {human_bytes(self.max_bytes)}")
+            raise ValueError(f"-b {bytes_text(self.min_bytes)} is larger than -e {bytes_text(self.max_bytes)}")
         return self
 
     @property

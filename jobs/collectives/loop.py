@@ -29,7 +29,7 @@ import torch.distributed as dist
 
 from wirewise.jobs.collectives.data import Values
 from wirewise.jobs.collectives.ops import OPS, Collective, Geometry
-from wirewise.units import human_bytes
+from wirewise.units import bytes_text
 from wirewise.workloads.collective import CollectiveParams, sweep_average
 from wirewise.jobs.rank import RankContext
 
@@ -45,7 +45,7 @@ def run_rank(params: dict[str, Any], ctx: RankContext) -> list[dict[str, Any]]:
     rows = []
     for step, (op, geometry, in_place) in enumerate(plan):
         form = "in place" if in_place else "out of place"
-        label = f"{op.name} {human_bytes(geometry.nbytes)} {form}"
+        label = f"{op.name} {bytes_text(geometry.nbytes)} {form}"
         ctx.progress(step, len(plan), label)
         rows.append(_measure(op, geometry, in_place, p, ctx, values))
         ctx.progress(step + 1, len(plan), label, row=rows[-1])  # printed as measured, as nccl-tests prints its rows

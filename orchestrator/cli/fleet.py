@@ -80,7 +80,7 @@ def pairs(
 
 def print_verdict(report: dict) -> None:
     from wirewise.units import gbs_text
-    from wirewise.units import human_bytes
+    from wirewise.units import bytes_text
 
     out = console()
 
@@ -88,7 +88,7 @@ def print_verdict(report: dict) -> None:
         out.print(line, style=style, markup=False, highlight=False)
 
     say(f"pair tests ({report['mode']}) on {len(report['nodes'])} node(s): {report['tests']} test(s) in "
-        f"{report['rounds']} round(s), {report['op']} at {human_bytes(report['bytes'])}, {report['backend']} x "
+        f"{report['rounds']} round(s), {report['op']} at {bytes_text(report['bytes'])}, {report['backend']} x "
         f"{report['ranks_per_node']} per node")
     scopes = report["scopes"] if len(report["scopes"]) > 1 else {None: report}
     for scope, figures in scopes.items():

@@ -94,10 +94,10 @@ def _cases(rows) -> dict[tuple, list[Measure]]:
 
 
 def _why(campaign: str | None, op: str | None, size: int | None, evidence: dict) -> str:
-    from wirewise.units import human_bytes
+    from wirewise.units import bytes_text
 
     where = f"pair test {campaign}" if campaign else "pair results"
     if evidence.get("busbw_gbs") is None:
         return f"{where}: every test with it failed, its partners being healthy"
     return (f"{where}: best pair {gbs_text(evidence['busbw_gbs'])} busbw, {evidence['ratio']:.0%} of the fleet's "
-            f"{gbs_text(evidence['reference_gbs'])} ({op} at {human_bytes(size)})")
+            f"{gbs_text(evidence['reference_gbs'])} ({op} at {bytes_text(size)})")

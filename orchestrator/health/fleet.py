@@ -192,14 +192,14 @@ def _confirm_by(rows: list[dict]) -> list[str]:
     from wirewise.orchestrator.health.findings import LIVE_RULES
     from wirewise.orchestrator.health.measure import repeat_refused
     from wirewise.orchestrator.health.pairs import is_pair
-    from wirewise.units import human_bytes
+    from wirewise.units import bytes_text
 
     said = []
     for row in rows:
         m = row["measurement"] or {}
         if is_pair(row):
             test = m["test"]
-            said.append(f"{row['rule']}: {test['op']} at {human_bytes(test['size'])} against a known-good node "
+            said.append(f"{row['rule']}: {test['op']} at {bytes_text(test['size'])} against a known-good node "
                         f"({', '.join(m['partners']) or 'none known'})")
         elif row["rule"] in LIVE_RULES:
             said.append(f"{row['rule']}: NVML read again on the node")

@@ -40,7 +40,7 @@ from wirewise.case import CASE_FIELDS
 from wirewise.orchestrator.health.baseline import MAD_TO_SIGMA, METRIC, Baseline, case_of, group_by_case
 from wirewise.orchestrator.health.findings import Finding, percent
 from wirewise.orchestrator.health.rules import Rules
-from wirewise.units import human_bytes
+from wirewise.units import bytes_text
 
 Runs = Callable[[list[int]], dict[int, dict[str, Any]]]  # result ids -> {id: {"gpus": [...], "params": {...}}}
 # result ids -> whether each result's nodes all sit in one multi-node NVLink domain
@@ -326,7 +326,7 @@ def _reference(key: tuple, others: Without | list[float], nodes: int, imported: 
 
 
 def _size_label(case: dict[str, Any]) -> str:
-    return human_bytes(case["bytes"]) + (" in place" if case["in_place"] else "")
+    return bytes_text(case["bytes"]) + (" in place" if case["in_place"] else "")
 
 
 # What one finding covers: a collective's sizes, in and out of place, of one case otherwise; one

@@ -52,7 +52,7 @@ def record_verdict(store, report: dict[str, Any], test) -> list[dict[str, str]]:
 
 
 def pair_finding(node: str, report: dict[str, Any], test) -> Finding:
-    from wirewise.units import human_bytes
+    from wirewise.units import bytes_text
 
     evidence = report["evidence"]["nodes"][node]
     op, size = report["op"], report["bytes"]
@@ -62,7 +62,7 @@ def pair_finding(node: str, report: dict[str, Any], test) -> Finding:
             f"best pair {gbs_text(evidence['busbw_gbs'])} busbw, {ratio:.0%} of the fleet's {gbs_text(evidence['reference_gbs'])}"
             + (f" ({evidence['scope']})" if evidence.get("scope") else ""))
     return Finding(
-        node, RULE, f"pair test {report['campaign']}, {op} at {human_bytes(size)}: {said}; its tests: {tests}",
+        node, RULE, f"pair test {report['campaign']}, {op} at {bytes_text(size)}: {said}; its tests: {tests}",
         "check the node's network link (`ip -s link`, `ethtool`, the switch port, its NIC's firmware); "
         "`wirewise fleet drain --apply` repeats the test against a healthy node before it drains",
         metric=f"{op}.busbw", delta="failed" if ratio is None else percent(ratio - 1),

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wirewise.errors import UserError, first_problem
 from wirewise.limits import MAX_INT, MAX_NODES, MAX_REPEATS
-from wirewise.units import human_bytes, parse_size
+from wirewise.units import bytes_text, parse_size
 
 DEFAULTS = Path(__file__).with_name("rules.yaml")
 UNKNOWN_KEY = "unknown key (check its spelling; docs/fleet.md lists the keys)"
@@ -136,11 +136,11 @@ class Prolog(BaseModel):
         """What the prolog will build, built now: sizes in order, the collective as
         CollectiveParams takes it, its traffic within half the time limit."""
         if self.min_bytes > self.max_bytes:
-            raise ValueError(f"min_bytes {human_bytes(self.min_bytes)} is above max_bytes {human_bytes(self.max_bytes)}")
+            raise ValueError(f"min_bytes {bytes_text(self.min_bytes)} is above max_bytes {bytes_text(self.max_bytes)}")
         params = self.params()
         traffic = 2 * sum(params.sizes) * (self.iters + self.warmup)  # an all-reduce moves each buffer about twice
         if traffic / PROLOG_FLOOR_BYTES_S > self.time_limit_s / 2:
-            raise ValueError(f"{self.iters + self.warmup} iterations of {human_bytes(self.min_bytes)}-{human_bytes(self.max_bytes)} "
+            raise ValueError(f"{self.iters + self.warmup} iterations of {bytes_text(self.min_bytes)}-{bytes_text(self.max_bytes)} "
                              f"move {traffic / 1e9:.3g} GB: more than half of time_limit_s {self.time_limit_s:g} s at 1 GB/s "
                              "(fewer iterations or smaller sizes, or a longer time limit)")
         return self

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirewise.orchestrator.report.figures import Figure, Panel
-from wirewise.units import human_bytes
+from wirewise.units import bytes_text
 
 DPI = 90
 CELL = (6.4, 3.9)  # inches: one panel with its title, ticks and axis labels
@@ -224,7 +224,7 @@ def _draw_lines(ax, panel: Panel, entries: dict[str, Entry]) -> None:
     ticks = sorted({x for line in panel.series for x in line.x})
     step = -(-len(ticks) // MOST_TICKS[panel.kind]) if ticks else 1
     if panel.kind == "size":
-        ax.set_xticks(ticks[::step], [human_bytes(t) for t in ticks[::step]])
+        ax.set_xticks(ticks[::step], [bytes_text(t) for t in ticks[::step]])
         ax.set_xlim(ticks[0] / 1.4, ticks[-1] * 1.4)
     else:
         ax.set_xticks(ticks[::step])

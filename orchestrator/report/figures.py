@@ -43,7 +43,7 @@ from typing import Any
 from wirewise import registry
 from wirewise.case import CASE_FIELDS
 from wirewise.orchestrator.report.aggregate import case_buckets
-from wirewise.units import GB, human_bytes
+from wirewise.units import GB, bytes_text
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters
 
@@ -134,7 +134,7 @@ def honest(panel: Panel) -> Panel:
     if panel.kind == "bars" or len(xs) > 1:
         return panel
     [x] = xs or {None}
-    tick = human_bytes(x) if panel.kind == "size" else f"{x} GPUs" if panel.kind == "count" else str(x)
+    tick = bytes_text(x) if panel.kind == "size" else f"{x} GPUs" if panel.kind == "count" else str(x)
     series = [Series(s.label, s.source, [x], [dict(zip(s.x, s.y)).get(x)], [None], s.wire) for s in panel.series]
     return Panel(panel.title, panel.xlabel, panel.ylabel, "bars", series, [tick], panel.limits)
 
@@ -219,7 +219,7 @@ def busbw_at_large_sizes(cases: list[dict[str, Any]]) -> list[Figure]:
     panels = []
     for form, rows in _by(largest, "in_place").items():
         series = _lines(rows, bar, "op")
-        sizes = {op: human_bytes(max(f["bytes"] for f in rows if f["op"] == op)) for op in ops if any(f["op"] == op for f in rows)}
+        sizes = {op: bytes_text(max(f["bytes"] for f in rows if f["op"] == op)) for op in ops if any(f["op"] == op for f in rows)}
         shown = [op for op in ops if op in sizes]
         for s in series:
             values = dict(zip(s.x, s.y))

@@ -24,7 +24,7 @@ from wirewise.orchestrator.report.summary import Num, Section, summarize
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters, Span, result_wirings, span_of
 from wirewise.orchestrator.store.topology import node_wirings
-from wirewise.units import human_bytes
+from wirewise.units import bytes_text
 
 
 def write_report(store: Store, filters: Filters, out: Path, card_memory: Callable[[str], float | None] | None = None,
@@ -315,7 +315,7 @@ def _panel_table(panel: Panel) -> list[str]:
 
 
 def _x_text(panel: Panel, x: Any) -> str:
-    return human_bytes(x) if panel.kind == "size" else str(x)
+    return bytes_text(x) if panel.kind == "size" else str(x)
 
 
 def _number(value: float | None) -> str:

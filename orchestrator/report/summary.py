@@ -30,7 +30,7 @@ from typing import Any
 
 from wirewise.case import CASE_FIELDS
 from wirewise.orchestrator.report.figures import setting_text, shape_text, wire_of
-from wirewise.units import GB, human_bytes
+from wirewise.units import GB, bytes_text
 
 MOST = 6  # sentences a section says case by case; past that, a sentence per wire or model (the figures hold the rest)
 STATS = ("_median", "_min", "_max", "_count", "_spread")
@@ -225,7 +225,7 @@ def measured(rows: list[dict[str, Any]], wirings: list[dict[str, Any]], span) ->
     what = []
     if ops:
         sizes = [r["bytes"] for r in rows if r["workload"] == "collective" and r.get("bytes")]
-        what.append(f"collectives ({', '.join(ops)}; {human_bytes(min(sizes))} to {human_bytes(max(sizes))})" if sizes else
+        what.append(f"collectives ({', '.join(ops)}; {bytes_text(min(sizes))} to {bytes_text(max(sizes))})" if sizes else
                     f"collectives ({', '.join(ops)})")
     if models:
         strategies = sorted({r["strategy"] for r in rows if r["workload"] == "train" and r["strategy"]})
@@ -282,7 +282,7 @@ def large_messages(rows: list[dict[str, Any]], rates: dict[str, Rates]) -> list[
         mine = [row for key, row in sorted(picked.items(), key=lambda item: str(item[0][-1])) if key[:-1] == place]
         case = dict(zip(_PLACE, place))
         limit = rates[case["fabric"]].limit(case) if case["fabric"] in rates else None
-        sizes = sorted({human_bytes(row["bytes"]) for row in mine})
+        sizes = sorted({bytes_text(row["bytes"]) for row in mine})
         sentence: Sentence = [f"{wire_of(case)}, {shape_text(case)}, at {' and '.join(sizes)}"]
         if limit is not None:
             sentence += [" against ", limit[0], f", {limit[1]}"]
@@ -317,7 +317,7 @@ def large_messages_by_wire(rows: list[dict[str, Any]]) -> list[Sentence]:
         shown = sorted((row for row in mine if row["op"] == op), key=lambda row: row["ranks"] or 0)
         sentence: Sentence = [f"{wire}, {op} at its largest size: "]
         for i, row in enumerate(shown):
-            sentence += [", " if i else "", bandwidth(row), f" on {shape_text(row)} ({human_bytes(row['bytes'])})"]
+            sentence += [", " if i else "", bandwidth(row), f" on {shape_text(row)} ({bytes_text(row['bytes'])})"]
         twins = [share(bandwidth(row), bandwidth(twin)) for row in mine
                  if row["source"] != "nccl-tests" and (twin := _twin(row, by_case, source="nccl-tests")) is not None]
         if twins:
@@ -354,7 +354,7 @@ def wire_costs(rows: list[dict[str, Any]], by_wire: bool = False) -> list[Senten
         ratios = []
         for i, (fast, slow) in enumerate(found):
             ratios.append(ratio(bandwidth(fast), bandwidth(slow)))
-            sentence += ["; " if i else "", f"{fast['op']} at {human_bytes(fast['bytes'])} ", bandwidth(fast), " against ",
+            sentence += ["; " if i else "", f"{fast['op']} at {bytes_text(fast['bytes'])} ", bandwidth(fast), " against ",
                          bandwidth(slow), " (", ratios[-1], ")"]
         low, high = min(r.value for r in ratios), max(r.value for r in ratios)
         span_text = f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}x"

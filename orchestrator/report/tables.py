@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from wirewise.orchestrator.report.aggregate import GROUP_FIELDS, METRICS
-from wirewise.units import human_bytes, in_gb
+from wirewise.units import bytes_text
 
 _SHOWN = {  # metric -> (heading, formatter of one value)
     "busbw_gbs": ("busbw GB/s", lambda v: _bandwidth(v)),
@@ -14,7 +14,7 @@ _SHOWN = {  # metric -> (heading, formatter of one value)
     "time_us": ("time us", lambda v: f"{v:.1f}"),
     "tokens_per_s": ("tokens/s", lambda v: f"{v:,.0f}"),
     "step_time_s": ("step ms", lambda v: f"{v * 1000:.1f}"),
-    "peak_mem_bytes": ("peak GB", lambda v: f"{in_gb(v):.2f}"),
+    "peak_mem_bytes": ("peak GB", lambda v: bytes_text(v, "GB")),
     "mfu": ("MFU", lambda v: f"{v:.1%}"),
 }
 _COMPARED = {**_SHOWN, "samples_per_s": ("samples/s", lambda v: f"{v:,.1f}")}  # compare's, for models without tokens
@@ -147,7 +147,7 @@ def cell_text(name: str, value: Any) -> str:
     if value is None:
         return "unknown" if name in SHAPE else "-"  # an imported log without its rank or node count
     if name == "bytes":
-        return human_bytes(value)
+        return bytes_text(value)
     if name == "fingerprint":
         return value[:12]
     if name == "in_place":

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from wirewise.units import GB
-
-
-def _size(n: int) -> str:
-    """Memory in GB, MB or kB of powers of ten (wirewise.units.GB)."""
-    for unit, scale in (("GB", GB), ("MB", GB // 1000), ("kB", GB // 10**6)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n} B"
+from wirewise.units import bytes_text
 
 
 def _mfu(mfu: float | None, extra: dict) -> str:
@@ -28,7 +20,7 @@ def _sizes(values) -> str:
     """Per-rank sizes, a few per line: a table wraps between values, never inside one."""
     if not values:
         return "-"
-    texts = [_size(v) for v in values]
+    texts = [bytes_text(v, "memory") for v in values]
     return ",\n".join(", ".join(texts[i : i + SIZES_PER_LINE]) for i in range(0, len(texts), SIZES_PER_LINE))
 
 

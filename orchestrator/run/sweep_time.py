@@ -26,7 +26,7 @@ def cpu_sweep_seconds(params, ranks: int) -> float:
 def cpu_sweep_estimate(params, spec) -> str | None:
     """One line before a long sweep on CPU ranks (`spec` a TaskSpec): how many sizes, roughly
     how long, and from what; None on GPUs or for a sweep under SAY_FROM_S."""
-    from wirewise.units import human_bytes
+    from wirewise.units import bytes_text
 
     if spec.backend != "gloo":
         return None
@@ -34,7 +34,7 @@ def cpu_sweep_estimate(params, spec) -> str | None:
     if seconds < SAY_FROM_S:
         return None
     sizes = params.sizes
-    return (f"{len(sizes)} sizes from {human_bytes(sizes[0])} to {human_bytes(sizes[-1])}, {len(params.ops)} op(s), "
+    return (f"{len(sizes)} sizes from {bytes_text(sizes[0])} to {bytes_text(sizes[-1])}, {len(params.ops)} op(s), "
             f"on {spec.world_size} CPU ranks: roughly {_duration(seconds)} ({BASIS}); -e sets a smaller largest size")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wirewise.units import parse_size
+from wirewise.units import bytes_text, parse_size
 from wirewise.workloads.collective import OP_NAMES, CollectiveParams, sweep_sizes
 
 
@@ -27,6 +27,24 @@ def test_sizes_read_like_nccl_tests(text, expected):
 def test_bad_sizes_are_refused(text):
     with pytest.raises(ValueError):
         parse_size(text)
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "bound", "memory", "gb"),
+    [(64, "64B", "64 bytes", "64 B", "0.00"),
+     (4096, "4K", "4 KiB", "4.10 kB", "0.00"),
+     (3 * 1024**2, "3M", "3 MiB", "3.15 MB", "0.00"),
+     (1024**3, "1G", "1 GiB", "1.07 GB", "1.07"),
+     (80 * 10**9, "78125000K", "78125000 KiB", "80.00 GB", "80.00")],
+)
+def test_one_writer_of_byte_counts(n, size, bound, memory, gb):
+    """wirewise.units.bytes_text is every side's writer of a byte count (issue 34): a message
+    size as nccl-tests spells it, a bound in IEC units, memory in powers of ten."""
+    assert (bytes_text(n), bytes_text(n, "bound"), bytes_text(n, "memory"), bytes_text(n, "GB")) == (size, bound, memory, gb)
+    assert parse_size(bytes_text(n)) == n  # a size reads back as the same count
+    assert n < 1024 or parse_size(bytes_text(n, "bound")) == n
+    with pytest.raises(ValueError, match="no byte form"):
+        bytes_text(n, "GiB")
 
 
 def test_sweep_is_nccl_tests_size_column():

@@ -24,7 +24,7 @@ def collective(node: str, size: int, busbw: float, number: int) -> dict:
 def test_a_finding_repeats_the_sizes_it_judged_to_the_byte():
     """nccl-tests and imported logs measure sizes such as 100,000,000 bytes, which the finding's
     label rounds ("97656.2K"); the sizes the repeat measures are the ones measured, not the
-    labels read back (parse_size(human_bytes(b)) gave 99,999,948)."""
+    labels read back (parse_size(bytes_text(b)) gave 99,999,948)."""
     sizes = (100_000_000, 3 * 2**30)
     history = []
     for node, busbw in (("a", 400.0), ("b", 401.0), ("c", 399.0), ("slow", 200.0)):
