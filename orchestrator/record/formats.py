@@ -21,9 +21,8 @@ from wirewise.limits import MAX_LOG_BYTES, open_bounded
 from wirewise.orchestrator.record.log_text import BOMS, LogText
 
 # Read to tell a file's kind: a result record's line is ~2 KB (tests/fixtures/measured-2xh200);
-# an nccl-tests run's first rows come within a megabyte unless NCCL_DEBUG=INFO printed ~50 lines
-# for each of thousands of ranks before them (such a log is refused as not JSON, the message
-# still naming `import nccl-tests`).
+# an nccl-tests run prints its settings line first, and its rows within a megabyte unless
+# NCCL_DEBUG=INFO printed ~50 lines for each of many ranks before them.
 HEAD_BYTES = 1 << 20
 HEAD_CHARS = 1 << 20
 LOGS_LOOKED_AT = 20  # files of a folder without result files that are looked at for nccl-tests logs
@@ -73,12 +72,15 @@ def holds_result_records(path: Path) -> bool:
 
 
 def is_nccl_tests_log(path: Path) -> bool:
-    """Whether the file's first HEAD_CHARS of text hold an nccl-tests run (its rows, or its
-    failure), as `import nccl-tests` reads one: a line that only names nccl-tests is not one."""
+    """Whether the file's first HEAD_CHARS of text hold an nccl-tests run: its rows or its
+    failure, as `import nccl-tests` reads one, or its settings line (a run whose NCCL INFO lines
+    push its rows further). A line that only names nccl-tests is not one."""
     from wirewise.orchestrator.record.nccl_tests import parse_log
+    from wirewise.orchestrator.record.nccl_tests.reader import shows_settings
 
+    text = LogText(path, MAX_LOG_BYTES)
     try:
-        return bool(parse_log(_head(LogText(path, MAX_LOG_BYTES))))
+        return bool(parse_log(_head(text))) or shows_settings(_head(text))
     except OSError:
         return False
 

@@ -75,6 +75,14 @@ def test_collect_reads_a_log_saved_as_utf16_as_a_log(tmp_path, db_url):
     one_line_exit_2(wirewise("collect", str(log), "--db", db_url, timeout=QUICK), "store it with `wirewise import nccl-tests")
 
 
+def test_collect_tells_a_log_whose_rows_come_after_megabytes_of_nccl_info(tmp_path, db_url):
+    """NCCL_DEBUG=INFO on a large job: the settings line, then 3 MB of INFO lines, then the rows."""
+    head, rows = (FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt").read_text().split("#       size", 1)
+    log = tmp_path / "big-job.log"
+    log.write_text(head + "node-17:2241:2263 [3] NCCL INFO Channel 07/0 : 3[3] -> 4[4] via P2P/CUMEM/read\n" * 40_000 + "#       size" + rows)
+    one_line_exit_2(wirewise("collect", str(log), "--db", db_url, timeout=QUICK), f"{log}: an nccl-tests log, not a wirewise result file")
+
+
 def test_collect_refuses_other_text_before_storing(tmp_path, db_url):
     good = result_file(tmp_path / "good" / "result.json", collective())
     topo = MEASURED / "topo.txt"

@@ -94,6 +94,12 @@ def parse_log(text: str | Iterable[tuple[int, str]]) -> list[Section]:
     return list(_read_runs(numbered_lines(text) if isinstance(text, str) else text))
 
 
+def shows_settings(lines: Iterable[tuple[int, str]]) -> bool:
+    """Whether the lines hold a run's settings line (`# nThread 1 nGpus 8 minBytes ...`), which
+    every nccl-tests run prints first, before NCCL's INFO lines and its rows."""
+    return any(_SETTINGS.match(line) for _, line in _pieces(lines))
+
+
 class _Reader:
     """The state of reading one log: the run being read, and a command line awaiting its run."""
 
