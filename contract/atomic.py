@@ -46,10 +46,12 @@ def _finite(obj: Any) -> Any:
 
 
 def _json_value(value: Any) -> Any:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
+        from wirewise.clock import as_utc
+
+        return as_utc(value).isoformat()
     return str(value)
 
 

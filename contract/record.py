@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from wirewise.clock import as_utc, utcnow
 from wirewise.limits import MAX_INT
 from wirewise.settings import PEAK_TFLOPS
 
@@ -45,10 +46,6 @@ MFU_BASIS = "datasheet"
 MEASURED_PEAK_ENV = PEAK_TFLOPS.name
 
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 def figure_problem(name: str, value: Any) -> str | None:
     """Why a figure or a count is not a measurement (NaN, Inf, negative, past 64 bits), or None."""
     if value is None:
@@ -74,15 +71,6 @@ def record_problem(record: ResultRecord) -> str | None:
             if problem:
                 return problem
     return None
-
-
-def as_utc(value: datetime) -> datetime:
-    """A time as UTC: an offset is applied (12:00+05:00 is 07:00 UTC), a time without one is
-    taken as UTC. The database keeps UTC, so `--since` compares like with like."""
-    try:
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
-    except OverflowError:
-        raise ValueError(f"{value.isoformat()} is out of range in UTC (years 1 to 9999)") from None
 
 
 class ResultRecord(BaseModel):

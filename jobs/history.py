@@ -37,11 +37,12 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from wirewise.clock import utcnow
 from wirewise.configs import RAN_AS
 from wirewise.launch import STRATEGY_ENV, LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
@@ -136,7 +137,7 @@ def job_record(
     name, strategy_note = _strategy(strategy or launched, ran)
     where, where_notes = _where(ranks, device, topo)
     model = model or (launch.model if launch else None)
-    ended = datetime.now(timezone.utc)
+    ended = utcnow()
     steps = len(ranks[0].step_times_s)
     details = {
         "backend": ran.get("backend") or ("nccl" if device == "cuda" else "gloo"),

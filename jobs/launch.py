@@ -31,11 +31,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from wirewise.atomic import write_json_atomic
+from wirewise.clock import utcnow
 from wirewise.jobenv import read_job_env
 from wirewise.runs import RESULT_FILE
 from wirewise.task import TaskSpec
@@ -379,7 +380,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with StopRequests() as stop:  # from the start: a Ctrl-C at any point still leaves a result file
-        started = datetime.now(timezone.utc)
+        started = utcnow()
         layout = Layout.detect(spec)
         if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
             write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
@@ -406,7 +407,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         status, error = _outcome(ended, run_dir, spec, stop, layout)
         result_path = run_dir / RESULT_FILE
         records = build_records(spec, ended.files, status, error, topo, topo_error, nodes, started,
-                                datetime.now(timezone.utc))
+                                utcnow())
         # CPU ranks did not use the wiring: node_topology gave none, and none is stored as what they ran on.
         write_json_atomic(result_path, result_document(status, topo, records, node_topologies=wirings))
     return result_path
@@ -416,7 +417,7 @@ def _gather(peers: Peers, own: Ended, spec: TaskSpec, started: datetime, stop: S
     """Node 0, its ranks done: every node's end merged into one, the other nodes' (name,
     fingerprint) in node-rank order, and their wirings. The others end within the task's
     timeout and their clean-up, or fall silent; a SIGTERM (the job ended) cuts the wait short."""
-    left = spec.timeout_s - (datetime.now(timezone.utc) - started).total_seconds()
+    left = spec.timeout_s - (utcnow() - started).total_seconds()
     reports = peers.wait_for_ends(max(left, 0) + FAILURE_GRACE_S + 10, lambda: stop.received is not None)
     others = [(r["node"], r.get("fingerprint")) if r else (peers.name(k), None) for k, r in sorted(reports.items())]
     wirings = [{"node": r["node"], "topology": r["topology"]} for r in reports.values() if r and r.get("topology")]

@@ -11,10 +11,10 @@ this module imports transformers; wirewise.jobs.history does not.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
 from transformers import TrainerCallback
 
+from wirewise.clock import utcnow
 from wirewise.jobs.history import DEFAULT_WARMUP_STEPS, record_job
 
 
@@ -34,7 +34,7 @@ class WirewiseCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._times, self._tokens = [], []
-        self._started = datetime.now(timezone.utc)
+        self._started = utcnow()
         self._last = time.perf_counter()
         self._seen = state.num_input_tokens_seen
 

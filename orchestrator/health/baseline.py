@@ -144,11 +144,11 @@ def imported(store, fingerprints: set[str] | None = None, notes: list[str] | Non
 
 def export_document(baselines: list[Baseline], wirings: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The file `baseline export` writes: the wirings they belong to, then the baselines."""
-    from datetime import datetime, timezone
+    from wirewise.clock import utcnow
 
     return {
         "format": FORMAT, "version": VERSION,
-        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "exported_at": utcnow().isoformat(timespec="seconds"),
         "wirings": {fp: wirings.get(fp, {}) for fp in sorted({b.fingerprint for b in baselines})},
         "baselines": [{k: v for k, v in b.to_json().items() if k != "origin"} for b in baselines],
     }

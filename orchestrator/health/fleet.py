@@ -128,7 +128,8 @@ def fleet_drain(store, rules: Rules, apply: bool = False, partition: str | None 
                 beyond: int = 0, timeout_s: float = 900.0, rules_file: str | None = None) -> dict[str, Any]:
     from wirewise.orchestrator.health.guard import Budget, asked_by
     from wirewise.orchestrator.health.node import most_severe
-    from wirewise.orchestrator.store.health import drain_budget, findings, utcnow
+    from wirewise.clock import utcnow
+    from wirewise.orchestrator.store.health import drain_budget, findings
 
     seen_at = utcnow()
     states = _states(partition, nodes)

@@ -226,7 +226,8 @@ def drain_here(store, rules: Rules, outcome: NodeOutcome, role: str, detail: str
     guardrails; a node already drained or down is left as it is."""
     from wirewise.orchestrator.health.guard import Budget, asked_by
     from wirewise.orchestrator.slurm.nodes import slurm_nodes
-    from wirewise.orchestrator.store.health import SKIPPED, claim_drains, utcnow
+    from wirewise.clock import utcnow
+    from wirewise.orchestrator.store.health import SKIPPED, claim_drains
 
     seen_at = utcnow()
     states = slurm_nodes()

@@ -61,9 +61,9 @@ def _case_labels(found: dict[str, Any]) -> dict[str, Any]:
 
 
 def _epoch(when) -> float:
-    from datetime import timezone
+    from wirewise.clock import as_utc
 
-    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+    return as_utc(when).timestamp()
 
 
 def latest_busbw(store, nodes: list[str]) -> list[dict[str, Any]]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import base64
 import html
-from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
 from wirewise.atomic import write_text_atomic
+from wirewise.clock import utcnow
 from wirewise.errors import UserError
 from wirewise.orchestrator.report.draw import draw, wire_colours
 from wirewise.orchestrator.report.aggregate import Aggregate, aggregate
@@ -211,7 +211,7 @@ def page(filters: Filters, span: Span, sections: list[Section], drawn: list[tupl
          wirings: list[dict[str, Any]], left_out: list[dict[str, Any]] = ()) -> str:
     """The page: the summary first, a contents list, then a section per figure (its caption,
     the image, the numbers it drew in a table to open), the wiring of the nodes, and notes."""
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = utcnow().strftime("%Y-%m-%d %H:%M UTC")
     asked = ", ".join("CPU-rank runs included" if k == "include_cpu" else f"{k} {v}" for k, v in filters.asked().items())
     fabrics = ", ".join(sorted({w["fabric"] for w in wirings}))
     heading = f"What the wiring did: {fabrics}" if fabrics else "What the measurements show (no wiring stored)"

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 from wirewise.case import GEOMETRIES, PLACEMENTS, SCOPES
+from wirewise.clock import as_utc, utcnow
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import (
@@ -85,16 +86,14 @@ def parse_since(text: str, now: datetime | None = None, option: str = "--since")
         minutes = int(age.group(1)) * _MINUTES[age.group(2)]
         if minutes > MAX_AGE_DAYS * 1440:
             raise UserError(f"{option} {text!r}: an age is at most {MAX_AGE_DAYS} days")
-        return (now or datetime.now(timezone.utc)) - timedelta(minutes=minutes)
+        return (now or utcnow()) - timedelta(minutes=minutes)
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
         raise UserError(f"{option} {text!r}: give a date (2026-11-30), a time (2026-11-30T12:00) or an age (7d, 12h, 30m)") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
     try:
-        return when.astimezone(timezone.utc)
-    except OverflowError:
+        return as_utc(when)
+    except ValueError:
         raise UserError(f"{option} {text!r}: out of range in UTC (years 1 to 9999)") from None
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
+from wirewise.clock import utcnow
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.read import POSTGRESQL, SQLITE, Dialect, Params, in_chunks
 
@@ -40,10 +41,6 @@ FINDING_COLUMNS = {"id": None, "node": None, "rule": None, "key": None, "metric"
                    "cleared_by": None}
 ACTION_COLUMNS = {"id": None, "node": None, "action": None, "outcome": None, "reason": None, "detail": None,
                   "evidence": "json", "asked_by": None, "campaign": None, "at": "when"}
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def _plain(value: Any) -> Any:

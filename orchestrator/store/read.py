@@ -22,8 +22,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
+
+from wirewise.clock import as_utc
 
 MMAP_BYTES = 4 << 30  # address space only; SQLite maps no more than the file holds
 _PLAIN_SQLITE = re.compile(r"^sqlite:///(?P<path>[^?#%]+)$")
@@ -130,22 +132,24 @@ class Dialect:
 
     # -- values ------------------------------------------------------------------------
     def moment(self, value: datetime) -> Any:
-        """A timestamp as a parameter: SQLite holds the text SQLAlchemy's DateTime writes (the
-        wall time, microseconds always); PostgreSQL takes the datetime."""
+        """A timestamp as a parameter, in UTC (wirewise.clock): SQLite holds the text
+        SQLAlchemy's DateTime writes (the UTC wall time, microseconds always), so a zoned time
+        is converted before its wall time is written; PostgreSQL takes the zoned datetime (a
+        naive one it would read in the session's TimeZone, not UTC)."""
+        value = as_utc(value)
         if not self.sqlite:
             return value
         return (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
                 f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}")
 
     def when(self, value: Any) -> datetime | None:
-        """A timestamp read back, with its zone: SQLite keeps the text SQLAlchemy's DateTime wrote,
-        the UTC wall time without a zone; PostgreSQL's timestamptz comes back in UTC already.
-        Every stored time read goes through here, so every one printed carries its zone."""
+        """A timestamp read back, in UTC: SQLite keeps the text SQLAlchemy's DateTime wrote, the
+        UTC wall time without a zone; PostgreSQL's timestamptz comes back in the session's
+        TimeZone (the server's `timezone`, or PGTZ), which need not be UTC. Every stored time
+        read goes through here, so every one printed is UTC and says so."""
         if isinstance(value, str):
             value = datetime.fromisoformat(value)
-        if isinstance(value, datetime) and value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value
+        return as_utc(value) if isinstance(value, datetime) else value
 
     def json(self, value: Any) -> Any:
         """A JSON column read back: text on SQLite, decoded already by psycopg."""

@@ -8,8 +8,7 @@ it names (store.results: JSON_COLUMNS and the others; tests/store checks them ag
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
+from wirewise.clock import utcnow
 from wirewise.orchestrator.store.cases import case_columns
 
 from sqlalchemy import (
@@ -31,10 +30,6 @@ from sqlalchemy import (
 
 METADATA = MetaData()
 WHEN = DateTime(timezone=True)
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def _id() -> Column:

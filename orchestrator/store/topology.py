@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from wirewise.clock import utcnow
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.read import UPPERMOST
@@ -165,7 +166,7 @@ def add_topology(session: Session, topo: Topology, node: str) -> tuple[str, bool
         NODE_TOPOLOGIES.c.node_id == node_id, NODE_TOPOLOGIES.c.topology_id == topology_id)).first()
     if seen is not None:
         session.execute(update(NODE_TOPOLOGIES).where(NODE_TOPOLOGIES.c.id == seen.id).values(
-            last_seen=datetime.now(timezone.utc), details=details))
+            last_seen=utcnow(), details=details))
     else:
         session.execute(insert(NODE_TOPOLOGIES).values(node_id=node_id, topology_id=topology_id, details=details))
     if seen is None or _plain(seen.details) != _plain(details):

@@ -79,7 +79,8 @@ def test_a_dry_run_is_told_the_drains_a_claim_is(database, tmp_path, request):
     from datetime import timedelta
 
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.health import claim_drains, drain_budget, utcnow
+    from wirewise.clock import utcnow
+    from wirewise.orchestrator.store.health import claim_drains, drain_budget
 
     url = f"sqlite:///{tmp_path / 'wirewise.db'}" if database == "sqlite" else request.getfixturevalue("pg_url")
     store = Store(url)
