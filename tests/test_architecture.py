@@ -67,18 +67,31 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports_of(path: Path, top_level_only: bool = False, only_wirewise: bool = True) -> set[str]:
-    """Every wirewise module a file imports (every module, with only_wirewise=False), at module
-    level or inside functions (or, with `top_level_only`, when the module itself is imported)."""
+def imports_of(module: str, path: Path, top_level_only: bool = False, only_wirewise: bool = True) -> set[str]:
+    """Every wirewise module the file of `module` imports (every module, with only_wirewise=False),
+    at module level or inside functions (or, with `top_level_only`, when the module itself is
+    imported); a relative import (`from . import x`, `from ..store import y`) as the absolute
+    name it stands for."""
     names = set()
     tree = ast.parse(path.read_text())
     for node in (tree.body if top_level_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node.module, node.level, module, path.name == "__init__.py")
+            names.add(base)
+            names |= {f"{base}.{alias.name}" for alias in node.names}
     return {name for name in names if not only_wirewise or name == "wirewise" or name.startswith("wirewise.")}
+
+
+def absolute(name: str | None, level: int, module: str, is_package: bool) -> str:
+    """The module `from <level dots><name> import ...` names, written in `module`: level 1 is the
+    importer's own package (a package's __init__ is its own package), each further dot one up."""
+    if level == 0:
+        return name or ""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    anchor = package[: len(package) - (level - 1)]
+    return ".".join(anchor + ([name] if name else []))
 
 
 def resolve(name: str, known: dict[str, Path]) -> str | None:
@@ -92,7 +105,7 @@ def test_no_part_imports_what_it_must_not() -> None:
     known = modules()
     wrong = []
     for module, path in sorted(known.items()):
-        for name in imports_of(path):
+        for name in imports_of(module, path):
             target = resolve(name, known)
             if target is None or target == "wirewise" and part_of(module) != "contract" and name == "wirewise":
                 continue
@@ -109,8 +122,8 @@ def test_the_front_door_is_lazy_and_the_only_way_back() -> None:
     own import never reaches the orchestrator, and no other contract module imports it."""
     known = modules()
     for module, target in FRONT_DOOR:
-        assert target in {resolve(name, known) for name in imports_of(known[module])}, f"{module} no longer imports {target}"
-        eager = {resolve(name, known) for name in imports_of(known[module], top_level_only=True)}
+        assert target in {resolve(name, known) for name in imports_of(module, known[module])}, f"{module} no longer imports {target}"
+        eager = {resolve(name, known) for name in imports_of(module, known[module], top_level_only=True)}
         assert target not in eager, f"{module} imports {target} when it is imported"
     code = "import sys, wirewise; print(sorted(m for m in sys.modules if m.startswith('wirewise.orchestrator')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -128,7 +141,7 @@ def sql_outside_the_store(files: dict[str, Path]) -> list[str]:
     for module, path in sorted(files.items()):
         if module == STORE or module.startswith((f"{STORE}.", "wirewise.db")):
             continue
-        for name in sorted(imports_of(path, only_wirewise=False)):
+        for name in sorted(imports_of(module, path, only_wirewise=False)):
             if any(name == sql or name.startswith(f"{sql}.") for sql in SQL_MODULES):
                 wrong.append(f"{module} imports {name}")
     return wrong
@@ -141,12 +154,32 @@ def test_only_the_store_writes_sql() -> None:
 def test_sql_planted_outside_the_store_is_found(tmp_path: Path) -> None:
     """The check of the test above sees an import inside a function, and one of the tables."""
     planted = tmp_path / "planted.py"
-    planted.write_text("def nodes(store):\n    from sqlalchemy import select\n    from wirewise.orchestrator.store.schema import NODES\n")
+    planted.write_text("def nodes(store):\n    from sqlalchemy import select\n    from wirewise.orchestrator.store.schema import NODES\n"
+                       "    from ..store.orm import Result\n")
     found = sql_outside_the_store({"wirewise.orchestrator.report.planted": planted, f"{STORE}.planted": planted})
     assert found == ["wirewise.orchestrator.report.planted imports sqlalchemy",
                      "wirewise.orchestrator.report.planted imports sqlalchemy.select",
+                     "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.orm",
+                     "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.orm.Result",
                      "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.schema",
                      "wirewise.orchestrator.report.planted imports wirewise.orchestrator.store.schema.NODES"]
+
+
+def test_a_relative_import_is_read_as_the_module_it_names(tmp_path: Path) -> None:
+    """`from . import x` in a module is its package's x, in a package's __init__ the package's
+    own; each further dot goes one package up."""
+    planted = tmp_path / "__init__.py"
+    planted.write_text("from . import wiring\nfrom .search import best\nfrom ..store import results\nfrom ...errors import UserError\n")
+    assert imports_of("wirewise.orchestrator.placement", planted) == {
+        "wirewise.orchestrator.placement", "wirewise.orchestrator.placement.wiring",
+        "wirewise.orchestrator.placement.search", "wirewise.orchestrator.placement.search.best",
+        "wirewise.orchestrator.store", "wirewise.orchestrator.store.results",
+        "wirewise.errors", "wirewise.errors.UserError"}
+    module = tmp_path / "history.py"
+    module.write_text("def f():\n    from . import wiring\n    from ..store.results import result_rows\n")
+    assert imports_of("wirewise.orchestrator.placement.history", module) == {
+        "wirewise.orchestrator.placement", "wirewise.orchestrator.placement.wiring",
+        "wirewise.orchestrator.store.results", "wirewise.orchestrator.store.results.result_rows"}
 
 
 def test_no_import_cycle_between_parts() -> None:
@@ -154,7 +187,7 @@ def test_no_import_cycle_between_parts() -> None:
     known = modules()
     edges: dict[str, set[str]] = {}
     for module, path in known.items():
-        for name in imports_of(path):
+        for name in imports_of(module, path):
             target = resolve(name, known)
             if (module, target) in FRONT_DOOR:
                 continue
@@ -262,13 +295,56 @@ def test_the_schedulers_environment_is_read_in_one_place() -> None:
     assert not readers, readers
 
 
+SLURM_COMMANDS = frozenset({"sacct", "squeue", "sinfo", "scontrol", "scancel", "sbatch", "srun", "salloc", "sattach",
+                            "sstat", "sreport", "sshare", "sprio", "sdiag", "strigger", "sacctmgr"})
+
+
+def slurm_commands_named(path: Path) -> list[str]:
+    """'path:line: command' for each string of the file that starts with a Slurm command, in
+    any form: quoted either way, an element of an argument list, the start of a command line
+    or of an f-string's text, with or without a folder ('/usr/bin/sacct'). Docstrings and the
+    messages of raised exceptions ('srun not found: ...') name a command without running it."""
+    tree = ast.parse(path.read_text())
+    said = {id(node) for node in ast.walk(tree) if isinstance(node, ast.Raise)
+            for node in ast.walk(node) if isinstance(node, ast.Constant)}
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            said.add(id(body[0].value))
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    named = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in said:
+            words = node.value.split(maxsplit=1)
+            if words and words[0].rpartition("/")[2] in SLURM_COMMANDS:
+                named.append((node.lineno, f"{where}:{node.lineno}: {words[0].rpartition('/')[2]}"))
+    return [text for _, text in sorted(named)]
+
+
 def test_the_control_plane_reaches_slurm_only_through_its_folder() -> None:
     """No Slurm command is named outside orchestrator/slurm/ (its one runner, one error path and
     one timeout); sbatch goes through submitit, and the compute side (jobs/) is not the control plane."""
-    commands = ("sacct", "squeue", "sinfo", "scontrol", "scancel", "sbatch", "srun")
-    named = [f"{path.relative_to(ROOT)}: {command}" for path, text in _source_of("contract", "orchestrator").items()
-             if path.parent != ROOT / "orchestrator" / "slurm" for command in commands if f'"{command}"' in text]
+    named = [found for path in sorted(_source_of("contract", "orchestrator"))
+             if path.parent != ROOT / "orchestrator" / "slurm" for found in slurm_commands_named(path)]
     assert not named, named
+
+
+def test_a_slurm_command_in_any_string_form_is_found(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        '"""Asks sinfo, as the module docstring may say."""\n'
+        "import subprocess\n"
+        "def nodes(job, folder):\n"
+        "    subprocess.run(['scontrol', 'show', 'job', job])\n"
+        "    subprocess.run(f'squeue -j {job}', shell=True)\n"
+        '    subprocess.run(f"{folder}/sacct -j {job}", shell=True)\n'
+        "    subprocess.run(('/usr/bin/scancel', job))\n"
+        "    subprocess.run('sinfo -h -o %N'.split())\n"
+        "    raise RuntimeError('srun not found: a message naming it')\n"
+    )
+    assert slurm_commands_named(planted) == ["planted.py:4: scontrol", "planted.py:5: squeue", "planted.py:6: sacct",
+                                             "planted.py:7: scancel", "planted.py:8: sinfo"]
 
 
 def test_executor_names_are_compared_only_inside_the_executors() -> None:
@@ -323,7 +399,7 @@ def out_of_order(files: dict[str, Path], known: dict[str, Path]) -> list[str]:
         if here not in STAGE_OF:
             wrong.append(f"{module}: its folder {here!r} has no stage in STAGES")
             continue
-        for target in sorted({resolve(name, known) for name in imports_of(path)} - {None}):
+        for target in sorted({resolve(name, known) for name in imports_of(module, path)} - {None}):
             there = stage_of(target)
             if there and there != here and STAGE_OF.get(there, len(STAGES)) >= STAGE_OF[here]:
                 wrong.append(f"{module} imports {target}")
@@ -339,6 +415,9 @@ def test_an_import_against_the_stage_order_is_found(tmp_path: Path) -> None:
     """The check above sees a planted import of a later stage, inside a function too."""
     known = modules()
     planted = tmp_path / "planted.py"
-    planted.write_text("def choose():\n    from wirewise.orchestrator.campaign.plan import plan_campaign\n")
+    planted.write_text("def choose():\n    from wirewise.orchestrator.campaign.plan import plan_campaign\n"
+                       "    from ..health import judge\n")
     found = out_of_order({"wirewise.orchestrator.placement.planted": planted}, known)
-    assert found == ["wirewise.orchestrator.placement.planted imports wirewise.orchestrator.campaign.plan"]
+    assert found == ["wirewise.orchestrator.placement.planted imports wirewise.orchestrator.campaign.plan",
+                     "wirewise.orchestrator.placement.planted imports wirewise.orchestrator.health",
+                     "wirewise.orchestrator.placement.planted imports wirewise.orchestrator.health.judge"]
