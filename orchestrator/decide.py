@@ -35,7 +35,7 @@ def placement_wiring(topology_file: Path | None, node: str | None, store,
         try:
             topo, live, where = read_topology(None), True, "this machine (NVML)"
         except UserError as exc:
-            raise UserError(f"{str(exc).split(';')[0]}; give --topology-file or --node") from None
+            raise UserError(f"{exc}; give --topology-file or --node") from None
     named, source = with_gpu_model(topo, gpu_name, store, where)
     if source is None:
         return named, live, None, unknown_model_text(named, store, where)

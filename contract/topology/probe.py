@@ -49,19 +49,21 @@ def short_hostname() -> str:
 
 
 def probe_node(nvml: Any = None, run_nvidia_smi: Callable[[], str | None] | None = None) -> Topology:
-    """This machine's topology. `nvml` and `run_nvidia_smi` are for tests on machines without a GPU."""
+    """This machine's topology. `nvml` and `run_nvidia_smi` are for tests on machines without a GPU.
+    Without a GPU or driver, UserError says why and nothing else: what the user can give instead
+    is the caller's to say (`topo show --from-file`, `place --topology-file`; doctor only notes it)."""
     run_nvidia_smi = run_nvidia_smi or nvidia_smi_topo_text
     try:
         with session(nvml) as nvml:
             count = nvml.nvmlDeviceGetCount()
             if count == 0:
-                raise UserError("NVML sees no GPU on this machine; read a saved `nvidia-smi topo -m` output with --from-file")
+                raise UserError("NVML sees no GPU on this machine")
             handles = [_handle(nvml, i) for i in range(count)]
             gpus = [_read_gpu(nvml, h) for h in handles]
             versions = _versions(nvml)
             ancestors = _ancestor_matrix(nvml, handles)
     except NvmlUnavailable as exc:
-        raise UserError(f"{exc}; read a saved `nvidia-smi topo -m` output with --from-file") from None
+        raise UserError(str(exc)) from None
     return _assemble(gpus, ancestors, versions, run_nvidia_smi)
 
 
@@ -71,10 +73,7 @@ def _handle(nvml, index: int):
     try:
         return nvml.nvmlDeviceGetHandleByIndex(index)
     except nvml.NVMLError as exc:
-        raise UserError(
-            f"NVML cannot open GPU {index} ({exc}): probe the node outside a job's device limits, "
-            "or read a saved `nvidia-smi topo -m` output with --from-file"
-        ) from None
+        raise UserError(f"NVML cannot open GPU {index} ({exc}): probe the node outside a job's device limits") from None
 
 
 def nvidia_smi_topo_text() -> str | None:

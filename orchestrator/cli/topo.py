@@ -27,14 +27,27 @@ PCIE_STYLES = {"PIX": "grey85", "PXB": "grey62", "PHB": "yellow", "NODE": "dark_
 NVLINK_STYLES = ("green4", "green3", "bold bright_green")
 
 
+def _read(from_file: list[str] | None):
+    """The files' topology, else this machine's; a machine without a GPU or driver to probe
+    says how to read a saved one instead."""
+    from wirewise.errors import UserError
+    from wirewise.topology import read_topology
+
+    if from_file:
+        return read_topology(from_file)
+    try:
+        return read_topology(None)
+    except UserError as exc:
+        raise UserError(f"{exc}; read a saved `nvidia-smi topo -m` output with --from-file") from None
+
+
 @app.command()
 def show(from_file: FromFileOption = None, json: JsonOption = False) -> None:
     """The pair matrix coloured by link class, the NVLink groups, the fabric class and the fingerprint."""
-    from wirewise.topology import read_topology
     from wirewise.topology.node_files import WiringUnknown
 
     try:
-        topo = read_topology(from_file)
+        topo = _read(from_file)
     except WiringUnknown as unknown:
         _show_unwired(unknown, json)
         return
@@ -93,9 +106,9 @@ def save(from_file: FromFileOption = None, node: NodeOption = None, db: DbOption
     """Store this node and its topology (saving the same one again adds nothing)."""
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.topology import save_topology
-    from wirewise.topology import node_name as name_of, read_topology
+    from wirewise.topology import node_name as name_of
 
-    topo = read_topology(from_file)
+    topo = _read(from_file)
     store = Store(db)
     node_name = name_of(topo, node)
     fingerprint, created = save_topology(store, topo, node_name)
@@ -243,9 +256,8 @@ def slurm(
         typer.echo(topology_conf(plan) if format_ == "conf" else topology_yaml(plan), nl=False)
         return
     from wirewise.orchestrator.slurm.gres import gres_conf, slurm_node
-    from wirewise.topology import read_topology
 
-    topo = read_topology(from_file)
+    topo = _read(from_file)
     typer.echo(gres_conf(topo, slurm_node(topo, node, bool(from_file))), nl=False)
 
 
