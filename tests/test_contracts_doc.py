@@ -1,20 +1,37 @@
-"""docs/contracts.md against the code: the documented keys and fields are the ones the code
-produces, the topology example is what `topo show --json` prints, and nothing points to a
-design file the repository does not hold (issue 10 item 16)."""
+"""What the docs say of the code's contracts, against the code: the keys and fields
+docs/contracts.md lists are the ones the code produces (the record, `topo show`'s topology and its
+example, JSON outputs, the bounds), the rules table of docs/fleet.md is the shipped rules file
+and results.md's doctor table the rules doctor judges, the baselines file's format, version and
+keys are what `baseline export` writes and import reads, and nothing points to a design file the
+repository does not hold (issue 10 item 16, issue 34 item 5). That each name the docs cite
+exists (commands, options, rules, variables) is tests/test_references.py's."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from tests.conftest import FIXTURES, ROOT, wirewise_json
+import yaml
+
+from tests.conftest import FIXTURES, ROOT, wirewise, wirewise_json
 
 DOC = (ROOT / "docs" / "contracts.md").read_text()
+FLEET = (ROOT / "docs" / "fleet.md").read_text()
+RESULTS = (ROOT / "docs" / "results.md").read_text()
 QUADS = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads.txt"
 
 
-def _section(title: str) -> str:
-    return DOC.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+def _section(title: str, doc: str = DOC) -> str:
+    """The text under the first heading that starts with `title`, to the next of its level or above."""
+    heading = re.search(rf"^(#+) {re.escape(title)}", doc, flags=re.M)
+    return re.split(rf"\n#{{1,{len(heading[1])}}} ", doc[heading.end():], maxsplit=1)[0]
+
+
+def _rows(section: str) -> list[list[str]]:
+    """The cells of each row of the section's tables (not their heads or rules)."""
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for i, line in enumerate(lines)
+            if not line.startswith("|-") and not (i + 1 < len(lines) and lines[i + 1].startswith("|-"))]
 
 
 def _table_names(section: str) -> list[str]:
@@ -79,3 +96,85 @@ def test_the_bounds_table_is_wirewise_limits():
     assert set(rows) == set(bounds)
     for name, value in bounds.items():
         assert rows[name].split()[0] == str(value) or rows[name] == units.bytes_text(value, "bound"), (name, rows[name])
+
+
+def _shipped_at(path: str):
+    """A value of the shipped rules file by its dotted path (`rules.busbw-below-baseline`)."""
+    from wirewise.orchestrator.health.rules import DEFAULTS
+
+    value = yaml.safe_load(DEFAULTS.read_text())
+    for key in path.split("."):
+        value = value[key]
+    return value
+
+
+def test_the_rules_table_is_the_shipped_rules_file():
+    """docs/fleet.md's table of rules: each row's default is the shipped value (`enabled`: a
+    rule with nothing to set but that), and every field of the file is in a row."""
+    from wirewise.orchestrator.health.rules import DEFAULTS
+
+    rows = {path.strip("`"): default.strip("`") for path, default, *_ in _rows(_section("Rules", FLEET))}
+    for path, default in rows.items():
+        shipped = _shipped_at(path)
+        if isinstance(shipped, dict):
+            said = {"enabled": True} if default == "enabled" else {"enabled": True, **yaml.safe_load(f"{{{default}}}")}
+            assert said == {"enabled": True, **shipped}, path
+        else:
+            assert yaml.safe_load(default) == shipped, path
+
+    def leaves(value, path=""):
+        if not isinstance(value, dict):
+            return [path]
+        return [leaf for key, sub in value.items() for leaf in leaves(sub, f"{path}.{key}".lstrip("."))]
+
+    missing = [leaf for leaf in leaves(yaml.safe_load(DEFAULTS.read_text()))
+               if not any(leaf == row or leaf.startswith(f"{row}.") for row in rows)]
+    assert missing == []
+
+
+def test_doctors_table_names_the_rules_doctor_judges():
+    from wirewise.orchestrator.health.findings import LIVE_RULES
+    from wirewise.orchestrator.health.judge import HISTORY_RULES
+
+    named = [cells[0].strip("`") for cells in _rows(_section("`wirewise doctor [--node N] [--rules FILE]`", RESULTS))]
+    assert sorted(named) == sorted(HISTORY_RULES + LIVE_RULES)
+
+
+def test_doctor_json_keys_are_doctors(tmp_path):
+    from wirewise.orchestrator.health.doctor import FLAGGED, HEALTHY, doctor
+    from wirewise.orchestrator.health.findings import Finding
+    from wirewise.orchestrator.store import Store
+
+    keys = list(doctor(Store(f"sqlite:///{tmp_path / 'empty.db'}"), record=False))
+    listed = _listed_keys("`wirewise doctor --json`")
+    assert [k for k in dict.fromkeys(listed) if k in keys] == keys
+    finding = Finding("n1", "wiring-changed", "", "").to_json()
+    assert set(listed) == set(keys) | set(finding) | {HEALTHY, FLAGGED}
+
+
+def test_the_baselines_file_is_what_export_writes_and_import_reads(tmp_path):
+    """The format, version and keys docs/fleet.md and docs/contracts.md give the file are those
+    of a file `baseline export` wrote (from an imported nccl-tests log); the versions fleet.md
+    says import reads are the ones it reads."""
+    from wirewise.orchestrator.health.baseline import READS
+
+    url = f"sqlite:///{tmp_path / 'wirewise.db'}"
+    log = FIXTURES / "nccl-tests" / "nccl-all_reduce-h100-sxm-1node-8gpu-nccltests-2.17.8.txt"
+    topology = FIXTURES / "topo" / "h100-sxm-8gpu-nvswitch-12nic-numaoff.txt"
+    wirewise("import", "nccl-tests", str(log), "--topology-file", str(topology), "--db", url, check=True)
+    written = json.loads(wirewise("baseline", "export", "--out", "-", "--db", url, check=True).stdout)
+    wiring, entry = next(iter(written["wirings"].values())), written["baselines"][0]
+
+    said = re.search(r'`\{"format": "([\w-]+)", "version": (\d+), "wirings": \{FINGERPRINT: \{([^}]*)\}\}, '
+                     r'"baselines": \[\{([^}]*)\}\]\}`', " ".join(FLEET.split()))
+    assert said, "docs/fleet.md no longer shows the file's shape"
+    assert (said[1], int(said[2])) == (written["format"], written["version"])
+    assert said[3].split(", ") == list(wiring)
+    assert said[4].split(", ") == list(entry)
+    assert list(written) == ["format", "version", "exported_at", "wirings", "baselines"]
+    listed = _listed_keys("`wirewise baseline export --json`")
+    assert listed[listed.index("format"):listed.index("format") + 5] == list(written)
+    assert listed[listed.index("baselines", listed.index("format")) + 1:][:len(entry)] == list(entry)
+
+    first, last = map(int, re.search(r"Import reads versions (\d+) to (\d+)", " ".join(FLEET.split())).groups())
+    assert tuple(range(first, last + 1)) == READS

@@ -19,7 +19,17 @@ docs/*.md. What reads as a name in the code is looked up from the source, import
   class's own attribute; or one of the entry-point groups contract/registry.py names;
 - a backticked `module.name` whose first parts are a module of the repository (`errors.first_error`,
   `store.results.result_rows`): the same, but after a one-part module (`params.transport`, which may
-  be a field path of a record) the last name need only be one the code uses somewhere.
+  be a field path of a record) the last name need only be one the code uses somewhere;
+- a command line (`wirewise topo save --node N`, in a code span or a fenced block, behind a path,
+  `srun` or a prompt; a span that starts with a command's name, `fleet drain --apply`): each
+  command, sub-command and option is one the typer app has (read from the app itself); a usage
+  line's `[--a X | --b Y]` alternatives each;
+- a health rule: `rules.NAME`, a drain reason `wirewise:NAME:...`, the first column of a table
+  headed `check` or `rule`: one of the rules file's (wirewise.orchestrator.health.rules.RuleSet);
+- any backticked name-with-hyphens (`busbw-below-baseline`, `nvlink-domain`): one the code, the
+  tests or the shipped rules spell, or the start of a repository file's name (a fixture);
+- an environment variable `WIREWISE_*`: one wirewise.settings declares, or one the test services,
+  benchmarks or Makefile read (theirs, named where they are used).
 """
 
 from __future__ import annotations
@@ -246,6 +256,153 @@ def defines(path: Path, name: str) -> bool:
                for n in ast.walk(tree_of(path)))
 
 
+# -- what the CLI, the rules and the settings name -----------------------------------------------
+
+@cache
+def cli():
+    """The `wirewise` command as click builds it from the typer app (typer vendors click: its
+    groups are told by their `commands`)."""
+    import typer
+
+    from wirewise.orchestrator.cli.main import app
+
+    return typer.main.get_command(app)
+
+
+def options_of(command) -> dict[str, bool]:
+    """'--out' -> whether it takes a value, for each option of a click command (and --help); of
+    a group, its own and every option of a command under it (`bench --gpus`, `fleet ... --apply`
+    say an option of its commands)."""
+    found = {option: False for option in ("--help", "-h")}
+    for param in command.params:
+        for option in (*param.opts, *param.secondary_opts):
+            if option.startswith("-"):
+                found[option] = not (getattr(param, "is_flag", False) or getattr(param, "count", False))
+    for sub in getattr(command, "commands", {}).values():
+        found = {**options_of(sub), **found}
+    return found
+
+
+PROGRAM = re.compile(r"(?:^|(?<=[\s;&|($]))(?:[\w./~-]*bin/)?wirewise(?=\s|$)")  # as a command line's word
+SHELL_ENDS = {";", "&&", "||", "|", ">", ">>", "2>", "<", "&", "2>&1", "$(", ")"}
+OPTION = re.compile(r"--?[A-Za-z][\w-]*")
+SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+
+
+def command_problems(words: list[str], long_only: bool = False) -> list[str]:
+    """What does not exist of `wirewise WORDS...`: 'wirewise topo shw', 'wirewise doctor
+    --from-file'. A group is followed into the sub-command named; a word that is no name
+    (`CMD`, `...`, `SPEC`) ends the command's path. Options are looked up until the line's end, a
+    shell separator, a comment or `--`; after the first argument of a command that passes the
+    rest on (`launch`, `run`: not interspersed), the words are its script's. Inside brackets
+    `|` separates alternatives, and an escaped one in a table cell is one."""
+    command, path, at = cli(), ["wirewise"], 0
+    while at < len(words) and hasattr(command, "commands"):
+        word = words[at].strip("[](),.:;\"'")
+        if word in command.commands:
+            command, at = command.commands[word], at + 1
+            path.append(word)
+            continue
+        if re.fullmatch(r"[a-z][a-z0-9-]*", word):
+            return [f"{' '.join(path)} {word}"]
+        break
+    options = options_of(command)
+    passes_on = not command.context_settings.get("allow_interspersed_args", True)
+    wrong, depth, value_next = [], 0, False
+    for raw in words[at:]:
+        if depth == 0 and (raw in SHELL_ENDS or raw.startswith("#") or raw == "--"):
+            break
+        depth += len(raw) - len(raw.lstrip("[("))
+        word = raw.strip("[](),.;:\"'").split("=")[0]
+        if OPTION.fullmatch(word) and not (long_only and not word.startswith("--")):
+            if word not in options:
+                wrong.append(f"{' '.join(path)} {word}")
+            value_next = options.get(word, False) and "=" not in raw
+        elif word in ("|", "\\|", "..."):
+            pass
+        elif value_next:
+            value_next = False
+        elif passes_on and depth == 0 and word:
+            break
+        depth = max(0, depth - raw.count("]") - raw.count(")"))
+    return wrong
+
+
+def command_lines(line: str, fenced: bool) -> list[tuple[list[str], bool]]:
+    """(the words after `wirewise`, whether only its long options are checked) of each command
+    line in one line of text: the whole line in a fenced block, else each code span; a span that
+    starts with a top-level command's name and names a long option is read as a command too."""
+    texts = [line] if fenced else [m.group(1).replace("\\|", " | ") for m in SPAN.finditer(line)]
+    found = []
+    for text in texts:
+        starts = list(PROGRAM.finditer(text))
+        found += [(text[m.end():].split(), False) for m in starts]
+        words = text.split()
+        if not fenced and not starts and words and words[0] in cli().commands and any(w.lstrip("[").startswith("--") for w in words):
+            found.append((words, True))
+    return found
+
+
+@cache
+def rule_names() -> frozenset[str]:
+    """The health rules, as the rules file names them."""
+    from wirewise.orchestrator.health.rules import RuleSet
+
+    return frozenset(field.alias for field in RuleSet.model_fields.values())
+
+
+RULE_CITED = re.compile(r"\brules\.([a-z][a-z0-9]*(?:-[a-z0-9]+)+)|\bwirewise:([a-z][a-z0-9]*(?:-[a-z0-9]+)+):")
+HYPHENATED = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
+VARIABLE = re.compile(r"\bWIREWISE_[A-Z0-9_]+")
+HEADED = re.compile(r"^\|\s*(check|rule)s?\s*\|", re.I)  # a table whose first column names rules
+
+
+@cache
+def spelled(root: Path = ROOT) -> frozenset[str]:
+    """Every hyphenated name the code, the tests, the shipped rules and the Makefile spell (in
+    their text: strings, keys, command lines), and every start of a repository file's name
+    ('h100-sxm-8gpu-nvswitch' of a fixture); this module's planted names are not among them."""
+    here = Path(__file__).resolve()
+    words = set()
+    for folder in (*PACKAGES, "tests"):
+        for path in (root / folder).rglob("*"):
+            if path.suffix in (".py", ".sh", ".yaml", ".mako", ".toml") and path.resolve() != here and not SKIP & set(path.parts):
+                words |= set(HYPHENATED.findall(path.read_text()))
+    words |= set(HYPHENATED.findall((root / "Makefile").read_text()))
+    names = {rel.rpartition("/")[2] for rel in repository(root)[0]}
+    words |= {name[:cut] for name in names for cut in range(len(name)) if name[cut] in "-._"}
+    return frozenset(words)
+
+
+@cache
+def variables(root: Path = ROOT) -> frozenset[str]:
+    """WIREWISE_ variables: those wirewise.settings declares, and the test services', benchmarks'
+    and Makefile's own (named where they are read); not this module's planted ones."""
+    from wirewise.settings import ENVIRONMENT
+
+    here = Path(__file__).resolve()
+    harness = [p for p in (root / "tests").rglob("*") if p.suffix in (".py", ".sh") and p.resolve() != here]
+    found = {v.name for v in ENVIRONMENT}
+    for path in [*harness, root / "Makefile"]:
+        found |= set(VARIABLE.findall(path.read_text()))
+    return frozenset(found)
+
+
+def stated_wrong(line: str, fenced: bool, rules_table: bool) -> list[str]:
+    """The commands, options, rules, hyphenated names and variables one line of text names that
+    do not exist (`fenced`: the line is a shell line, of a fenced block or a docstring's example;
+    `rules_table`: a row of a table whose first column names rules)."""
+    wrong = [w for words, long_only in command_lines(line, fenced) for w in command_problems(words, long_only)]
+    wrong += [name for pair in RULE_CITED.findall(line) for name in pair if name and name not in rule_names()]
+    if rules_table and not line.startswith("|-") and line.count("|") > 2:
+        wrong += [n for n in re.findall(r"`([^`]+)`", line.split("|")[1]) if n not in rule_names()]
+    if not fenced:
+        wrong += [m.group(1) for m in SPAN.finditer(line) if HYPHENATED.fullmatch(m.group(1))
+                  and m.group(1) not in spelled() and m.group(1) not in rule_names()]
+    wrong += [name for name in VARIABLE.findall(line) if name not in variables()]
+    return list(dict.fromkeys(wrong))
+
+
 # -- where names are cited -----------------------------------------------------------------------
 
 def python_texts(text: str) -> list[tuple[int, str]]:
@@ -262,6 +419,25 @@ def python_texts(text: str) -> list[tuple[int, str]]:
                 found += [(first.lineno + i, line) for i, line in enumerate(first.value.value.splitlines())]
         for field in ("body", "orelse", "finalbody", "handlers"):
             stack += [n for n in getattr(node, field, None) or [] if isinstance(n, ast.stmt | ast.excepthandler)]
+    return sorted(found)
+
+
+def message_texts(text: str) -> list[tuple[int, str]]:
+    """(line, text) of each line of the strings of Python source that are not docstrings (messages,
+    help), an f-string's fields as X: where a message tells its reader to run a command."""
+    tree = parsed(text)
+    docstrings = {id(body[0].value) for node in ast.walk(tree) if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and (body := node.body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+    parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            string = "".join(v.value if isinstance(v, ast.Constant) else "X" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | parts:
+            string = node.value
+        else:
+            continue
+        found += [(node.lineno + i, line) for i, line in enumerate(string.splitlines())]
     return sorted(found)
 
 
@@ -286,10 +462,11 @@ def citing_files(root: Path = ROOT) -> list[Path]:
 
 def broken(text: str, citing: str, root: Path = ROOT) -> list[str]:
     """'citing:line: name' for each name cited in one file's text (the file at `citing`, relative
-    to the root) that names nothing."""
+    to the root) that names nothing: what it states (commands, rules, variables), then its paths
+    and modules."""
     known = modules(root)
     package = next((m for m, p in known.items() if p == root / citing and p.name == "__init__.py"), None)
-    wrong = []
+    wrong = stated(text, citing)
     for line, words in TEXTS[Path(citing).suffix](text):
         names: list[tuple[str, bool | None]] = []
         for match in PATH.finditer(words):
@@ -306,6 +483,28 @@ def broken(text: str, citing: str, root: Path = ROOT) -> list[str]:
         if package and (part := PARTS.match(words)):
             names.append((part.group(1), names_something(package, [part.group(1)], known)))
         wrong += [f"{citing}:{line}: {name}" for name, ok in names if ok is False]
+    return wrong
+
+
+def stated(text: str, citing: str) -> list[str]:
+    """'citing:line: name' for each command, option, rule, hyphenated name or variable the file
+    states that does not exist: in a document, its lines (shell lines in fenced blocks, tables of
+    rules); in code, its comments and docstrings (an indented `wirewise CMD` line a shell line),
+    and the code's messages (not a test's: its strings are its planted names)."""
+    wrong, fenced, table = [], False, False
+    for line, words in TEXTS[Path(citing).suffix](text):
+        if citing.endswith(".md"):
+            if words.lstrip().startswith("```"):
+                fenced = not fenced
+                continue
+            table = HEADED.match(words) is not None or table and words.startswith("|")
+            wrong += [f"{citing}:{line}: {name}" for name in stated_wrong(words, fenced, table)]
+        else:
+            example = words.split()[:2]
+            shell = words.startswith(" ") and len(example) == 2 and example[0] == "wirewise" and example[1] in cli().commands
+            wrong += [f"{citing}:{line}: {name}" for name in stated_wrong(words, shell, False)]
+    if citing.endswith(".py") and not citing.startswith("tests/"):
+        wrong += [f"{citing}:{line}: {name}" for line, words in message_texts(text) for name in stated_wrong(words, False, False)]
     return wrong
 
 
@@ -343,6 +542,51 @@ def test_a_comment_citing_a_missing_name_is_found() -> None:
     ]
     document = "See `contract/gone.py`, [the plan](docs/gone.md), `wirewise.jobs.launch.run_task` and `plan.py`.\n"
     assert broken(document, "docs/planted.md") == ["docs/planted.md:1: contract/gone.py", "docs/planted.md:1: docs/gone.md"]
+
+
+def planted(text: str, *swaps: tuple[str, str]) -> str:
+    for old, new in swaps:
+        assert old in text, f"the document no longer says {old!r}: plant elsewhere"
+        text = text.replace(old, new, 1)
+    return text
+
+
+def test_a_document_stating_what_does_not_exist_is_found() -> None:
+    """Copies of the real documents with wrong names planted in each form the check reads: a
+    command, a sub-command and options (a usage table's cell, a usage block with alternatives,
+    a shell line behind a comment, a bare span), a rule (in a table of rules, as `rules.X`, in a
+    drain reason, as a hyphenated name), a variable, a docstring's example, a message; nothing
+    else of them is reported."""
+    readme = planted((ROOT / "README.md").read_text(),
+                     ("`wirewise doctor [--node N]", "`wirewise doctor [--from-file F] [--node N]"),
+                     ("wirewise topo save -f topo.txt", "wirewise topo sav -f topo.txt"),
+                     ("(or `WIREWISE_DB`, or", "(or `WIREWISE_DATABASE`, or"))
+    fleet = planted((ROOT / "docs" / "fleet.md").read_text(),
+                    ("[--mode quick|all] [--op all_reduce]", "[--mode quick|all] [--ops all_reduce]"),
+                    ("| `rules.tokens-below-baseline` |", "| `rules.tokens-below-range` |"),
+                    ("(`wirewise:transport-off-nvlink:all_reduce", "(`wirewise:transport-via-shm:all_reduce"),
+                    ("a second `fleet drain --apply` meanwhile", "a second `fleet drain --yes` meanwhile"))
+    results = planted((ROOT / "docs" / "results.md").read_text(),
+                      ("| `busbw-below-baseline` |", "| `busbw-below-range` |"),
+                      ("`pair-below-fleet` is judged", "`pair-below-fleets` is judged"))
+    module = ('"""Started as:\n\n    wirewise launch --gpu 2 -- train.py --lr 1e-4\n\nwirewise never drains on its own."""\n'
+              'def load(node):\n    raise UserError(f"no wiring of {node}: store it with `wirewise topo save --from-files F`")\n')
+
+    def expected(text: str, citing: str, *found: tuple[str, str]) -> list[str]:
+        """'citing:line: name' for each (text on the line, name reported), in the order of lines."""
+        at = {name: next(i for i, line in enumerate(text.splitlines(), 1) if needle in line) for needle, name in found}
+        return [f"{citing}:{line}: {name}" for name, line in sorted(at.items(), key=lambda item: item[1])]
+
+    assert broken(readme, "README.md") == expected(
+        readme, "README.md", ("--from-file F] [--node N]", "wirewise doctor --from-file"),
+        ("topo sav ", "wirewise topo sav"), ("WIREWISE_DATABASE", "WIREWISE_DATABASE"))
+    assert broken(fleet, "docs/fleet.md") == expected(
+        fleet, "docs/fleet.md", ("[--ops all_reduce]", "wirewise fleet pairs --ops"), ("tokens-below-range", "tokens-below-range"),
+        ("transport-via-shm", "transport-via-shm"), ("fleet drain --yes", "wirewise fleet drain --yes"))
+    assert broken(results, "docs/results.md") == expected(
+        results, "docs/results.md", ("busbw-below-range", "busbw-below-range"), ("pair-below-fleets", "pair-below-fleets"))
+    assert broken(module, "orchestrator/planted.py") == ["orchestrator/planted.py:3: wirewise launch --gpu",
+                                                         "orchestrator/planted.py:7: wirewise topo save --from-files"]
 
 
 def unreachable(tree: ast.Module) -> list[int]:

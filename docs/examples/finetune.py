@@ -31,7 +31,7 @@ import wirewise
 
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("WIREWISE_MODEL", "tiny-mistral"),
+    parser.add_argument("--model", default="tiny-mistral",
                         help="a wirewise registry model or a transformers config.json")
     parser.add_argument("--batch-size", type=int, default=4, help="samples per rank per step")
     parser.add_argument("--seq-len", type=int, default=64, help="tokens per sample")
