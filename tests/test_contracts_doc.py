@@ -49,6 +49,15 @@ def _listed_keys(item: str) -> list[str]:
     return re.findall(r"`([a-z_]+)`", bullet.split(":", 1)[1])
 
 
+def _keys_said(output: str) -> list[str]:
+    """The backticked names after '`OUTPUT`:' in 'Other JSON outputs', up to the next output
+    named (`... --json`) or the bullet's end: where one bullet says two outputs."""
+    text = _section("Other JSON outputs")
+    start = text.index(f"`{output}`:") + len(output) + 3
+    end = min(m.start() for m in re.finditer(r"`[^`]*--json`|\n- |$", text[start:])) + start
+    return re.findall(r"`([a-z_]+)`", text[start:end])
+
+
 def test_topology_keys_and_example_are_what_topo_show_prints():
     shown = wirewise_json("topo", "show", "--from-file", str(QUADS))
     assert _table_names(_section("Topology")) == list(shown)
@@ -152,10 +161,11 @@ def test_doctor_json_keys_are_doctors(tmp_path):
     assert set(listed) == set(keys) | set(finding) | {HEALTHY, FLAGGED}
 
 
-def test_the_baselines_file_is_what_export_writes_and_import_reads(tmp_path):
-    """The format, version and keys docs/fleet.md and docs/contracts.md give the file are those
-    of a file `baseline export` wrote (from an imported nccl-tests log); the versions fleet.md
-    says import reads are the ones it reads."""
+def test_the_baselines_file_and_the_stores_outputs_are_what_the_commands_write(tmp_path):
+    """The format, version and keys docs/fleet.md and docs/contracts.md give the baselines file
+    are those of a file `baseline export` wrote (from an imported nccl-tests log), and the
+    versions fleet.md says import reads are the ones it reads; the --json keys contracts.md
+    lists for baseline export and import, db info and topo save are what they print."""
     from wirewise.orchestrator.health.baseline import READS
 
     url = f"sqlite:///{tmp_path / 'wirewise.db'}"
@@ -164,6 +174,13 @@ def test_the_baselines_file_is_what_export_writes_and_import_reads(tmp_path):
     wirewise("import", "nccl-tests", str(log), "--topology-file", str(topology), "--db", url, check=True)
     written = json.loads(wirewise("baseline", "export", "--out", "-", "--db", url, check=True).stdout)
     wiring, entry = next(iter(written["wirings"].values())), written["baselines"][0]
+    exported = wirewise_json("baseline", "export", "--out", str(tmp_path / "baselines.json"), "--db", url)
+    assert _keys_said("wirewise baseline export --json")[:len(exported)] == list(exported)
+    imported = wirewise_json("baseline", "import", str(tmp_path / "baselines.json"), "--db", f"sqlite:///{tmp_path / 'other.db'}")
+    assert _keys_said("baseline import --json") == list(imported)
+    assert _keys_said("wirewise db info --json") == list(wirewise_json("db", "info", "--db", url))
+    saved = wirewise_json("topo", "save", "--from-file", str(QUADS), "--node", "n2", "--db", url)
+    assert _keys_said("wirewise topo save --json") == list(saved)
 
     said = re.search(r'`\{"format": "([\w-]+)", "version": (\d+), "wirings": \{FINGERPRINT: \{([^}]*)\}\}, '
                      r'"baselines": \[\{([^}]*)\}\]\}`', " ".join(FLEET.split()))

@@ -29,7 +29,11 @@ docs/*.md. What reads as a name in the code is looked up from the source, import
 - any backticked name-with-hyphens (`busbw-below-baseline`, `nvlink-domain`): one the code, the
   tests or the shipped rules spell, or the start of a repository file's name (a fixture);
 - an environment variable `WIREWISE_*`: one wirewise.settings declares, or one the test services,
-  benchmarks or Makefile read (theirs, named where they are used).
+  benchmarks or Makefile read (theirs, named where they are used);
+- a link to a section of a document (`[rules](fleet.md#rules)`): one of its headings.
+
+Commands, rules, names and variables are read in the code's messages too (its strings, not a
+test's): a message that tells its reader to run a command names one that exists.
 """
 
 from __future__ import annotations
@@ -388,6 +392,20 @@ def variables(root: Path = ROOT) -> frozenset[str]:
     return frozenset(found)
 
 
+LINKED_SECTION = re.compile(r"\]\(([^)#\s]*)#([^)\s]+)\)")  # [text](fleet.md#rules), [text](#a-section)
+
+
+def anchors(markdown: str) -> set[str]:
+    """The anchors of a document's headings, as GitHub makes them: lower case, punctuation
+    but hyphens dropped, spaces as hyphens (fenced blocks' comments are no headings)."""
+    found, fenced = set(), False
+    for line in markdown.splitlines():
+        fenced = fenced != line.startswith("```")
+        if not fenced and (heading := re.match(r"#+ (.*)", line)):
+            found.add(re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-"))
+    return found
+
+
 def stated_wrong(line: str, fenced: bool, rules_table: bool) -> list[str]:
     """The commands, options, rules, hyphenated names and variables one line of text names that
     do not exist (`fenced`: the line is a shell line, of a fenced block or a docstring's example;
@@ -466,7 +484,7 @@ def broken(text: str, citing: str, root: Path = ROOT) -> list[str]:
     and modules."""
     known = modules(root)
     package = next((m for m, p in known.items() if p == root / citing and p.name == "__init__.py"), None)
-    wrong = stated(text, citing)
+    wrong = stated(text, citing, root)
     for line, words in TEXTS[Path(citing).suffix](text):
         names: list[tuple[str, bool | None]] = []
         for match in PATH.finditer(words):
@@ -486,11 +504,12 @@ def broken(text: str, citing: str, root: Path = ROOT) -> list[str]:
     return wrong
 
 
-def stated(text: str, citing: str) -> list[str]:
+def stated(text: str, citing: str, root: Path = ROOT) -> list[str]:
     """'citing:line: name' for each command, option, rule, hyphenated name or variable the file
     states that does not exist: in a document, its lines (shell lines in fenced blocks, tables of
-    rules); in code, its comments and docstrings (an indented `wirewise CMD` line a shell line),
-    and the code's messages (not a test's: its strings are its planted names)."""
+    rules) and the sections its links name (`fleet.md#rules`); in code, its comments and
+    docstrings (an indented `wirewise CMD` line a shell line), and the code's messages (not a
+    test's: its strings are its planted names)."""
     wrong, fenced, table = [], False, False
     for line, words in TEXTS[Path(citing).suffix](text):
         if citing.endswith(".md"):
@@ -499,6 +518,12 @@ def stated(text: str, citing: str) -> list[str]:
                 continue
             table = HEADED.match(words) is not None or table and words.startswith("|")
             wrong += [f"{citing}:{line}: {name}" for name in stated_wrong(words, fenced, table)]
+            for target, anchor in LINKED_SECTION.findall(words):
+                linked = (root / citing).parent / target if target else None
+                if linked is not None and not linked.is_file():
+                    continue  # a file that is not there is the paths' check
+                if anchor not in anchors(linked.read_text() if linked else text):
+                    wrong.append(f"{citing}:{line}: {target}#{anchor}")
         else:
             example = words.split()[:2]
             shell = words.startswith(" ") and len(example) == 2 and example[0] == "wirewise" and example[1] in cli().commands
@@ -565,7 +590,8 @@ def test_a_document_stating_what_does_not_exist_is_found() -> None:
                     ("[--mode quick|all] [--op all_reduce]", "[--mode quick|all] [--ops all_reduce]"),
                     ("| `rules.tokens-below-baseline` |", "| `rules.tokens-below-range` |"),
                     ("(`wirewise:transport-off-nvlink:all_reduce", "(`wirewise:transport-via-shm:all_reduce"),
-                    ("a second `fleet drain --apply` meanwhile", "a second `fleet drain --yes` meanwhile"))
+                    ("a second `fleet drain --apply` meanwhile", "a second `fleet drain --yes` meanwhile"),
+                    ("(`transport_carried`, [results.md](results.md))", "(`transport_carried`, [results.md](results.md#the-transport))"))
     results = planted((ROOT / "docs" / "results.md").read_text(),
                       ("| `busbw-below-baseline` |", "| `busbw-below-range` |"),
                       ("`pair-below-fleet` is judged", "`pair-below-fleets` is judged"))
@@ -582,7 +608,8 @@ def test_a_document_stating_what_does_not_exist_is_found() -> None:
         ("topo sav ", "wirewise topo sav"), ("WIREWISE_DATABASE", "WIREWISE_DATABASE"))
     assert broken(fleet, "docs/fleet.md") == expected(
         fleet, "docs/fleet.md", ("[--ops all_reduce]", "wirewise fleet pairs --ops"), ("tokens-below-range", "tokens-below-range"),
-        ("transport-via-shm", "transport-via-shm"), ("fleet drain --yes", "wirewise fleet drain --yes"))
+        ("transport-via-shm", "transport-via-shm"), ("fleet drain --yes", "wirewise fleet drain --yes"),
+        ("results.md#the-transport", "results.md#the-transport"))
     assert broken(results, "docs/results.md") == expected(
         results, "docs/results.md", ("busbw-below-range", "busbw-below-range"), ("pair-below-fleets", "pair-below-fleets"))
     assert broken(module, "orchestrator/planted.py") == ["orchestrator/planted.py:3: wirewise launch --gpu",
