@@ -2,9 +2,10 @@
 docs/contracts.md lists are the ones the code produces (the record, `topo show`'s topology and its
 example, JSON outputs, the bounds), the rules table of docs/fleet.md is the shipped rules file
 and results.md's doctor table the rules doctor judges, the baselines file's format, version and
-keys are what `baseline export` writes and import reads, and nothing points to a design file the
-repository does not hold (issue 10 item 16, issue 34 item 5). That each name the docs cite
-exists (commands, options, rules, variables) is tests/test_references.py's."""
+keys are what `baseline export` writes and import reads, README.md's table of commands has
+every command, and nothing points to a design file the repository does not hold (issue 10 item
+16, issue 34 item 5). That each name the docs cite exists (commands, options, rules, variables)
+is tests/test_references.py's."""
 
 from __future__ import annotations
 
@@ -195,3 +196,21 @@ def test_the_baselines_file_and_the_stores_outputs_are_what_the_commands_write(t
 
     first, last = map(int, re.search(r"Import reads versions (\d+) to (\d+)", " ".join(FLEET.split())).groups())
     assert tuple(range(first, last + 1)) == READS
+
+
+def test_the_readme_command_table_has_every_command():
+    """Each command of the app (read from it) has its row in README.md's table of commands,
+    as `wirewise GROUP CMD ...` or a sub-command beside its group's (`... / resume`)."""
+    from tests.test_references import cli, command_lines, command_path
+
+    said = set()
+    for row in (ROOT / "README.md").read_text().splitlines():
+        if row.startswith("| `wirewise "):
+            said |= {" ".join(command_path(words)[1][1:]) for words, _ in command_lines(row.split(" | ")[0], False)}
+
+    def leaves(command, path=()):
+        if not hasattr(command, "commands"):
+            return [" ".join(path)]
+        return [leaf for name, sub in command.commands.items() for leaf in leaves(sub, (*path, name))]
+
+    assert sorted(set(leaves(cli())) - said) == []

@@ -293,13 +293,10 @@ OPTION = re.compile(r"--?[A-Za-z][\w-]*")
 SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 
 
-def command_problems(words: list[str], long_only: bool = False) -> list[str]:
-    """What does not exist of `wirewise WORDS...`: 'wirewise topo shw', 'wirewise doctor
-    --from-file'. A group is followed into the sub-command named; a word that is no name
-    (`CMD`, `...`, `SPEC`) ends the command's path. Options are looked up until the line's end, a
-    shell separator, a comment or `--`; after the first argument of a command that passes the
-    rest on (`launch`, `run`: not interspersed), the words are its script's. Inside brackets
-    `|` separates alternatives, and an escaped one in a table cell is one."""
+def command_path(words: list[str]):
+    """(the click command `wirewise WORDS...` names, its path of names, where its arguments
+    start, the word that names nothing or None). A group is followed into the sub-command named;
+    a word that is no name (`CMD`, `...`, `SPEC`) ends the path where it is."""
     command, path, at = cli(), ["wirewise"], 0
     while at < len(words) and hasattr(command, "commands"):
         word = words[at].strip("[](),.:;\"'")
@@ -307,9 +304,19 @@ def command_problems(words: list[str], long_only: bool = False) -> list[str]:
             command, at = command.commands[word], at + 1
             path.append(word)
             continue
-        if re.fullmatch(r"[a-z][a-z0-9-]*", word):
-            return [f"{' '.join(path)} {word}"]
-        break
+        return command, path, at, word if re.fullmatch(r"[a-z][a-z0-9-]*", word) else None
+    return command, path, at, None
+
+
+def command_problems(words: list[str], long_only: bool = False) -> list[str]:
+    """What does not exist of `wirewise WORDS...`: 'wirewise topo shw', 'wirewise doctor
+    --from-file'. Options are looked up until the line's end, a shell separator, a comment or
+    `--`; after the first argument of a command that passes the rest on (`launch`, `run`: not
+    interspersed), the words are its script's. Inside brackets `|` separates alternatives, and
+    an escaped one in a table cell is one."""
+    command, path, at, unknown = command_path(words)
+    if unknown:
+        return [f"{' '.join(path)} {unknown}"]
     options = options_of(command)
     passes_on = not command.context_settings.get("allow_interspersed_args", True)
     wrong, depth, value_next = [], 0, False
@@ -334,15 +341,25 @@ def command_problems(words: list[str], long_only: bool = False) -> list[str]:
 
 def command_lines(line: str, fenced: bool) -> list[tuple[list[str], bool]]:
     """(the words after `wirewise`, whether only its long options are checked) of each command
-    line in one line of text: the whole line in a fenced block, else each code span; a span that
-    starts with a top-level command's name and names a long option is read as a command too."""
+    line in one line of text: the whole line in a fenced block, else each code span. Outside
+    fences, a span that starts with a top-level command's name and names a long option is read
+    as a command too (`fleet drain --apply`), and one that starts with a sub-command of the
+    group the line last named as `wirewise GROUP ...` as that group's (`wirewise campaign status
+    NAME` / `resume [--include-oom]`)."""
     texts = [line] if fenced else [m.group(1).replace("\\|", " | ") for m in SPAN.finditer(line)]
-    found = []
+    found, group = [], None
     for text in texts:
         starts = list(PROGRAM.finditer(text))
         found += [(text[m.end():].split(), False) for m in starts]
         words = text.split()
-        if not fenced and not starts and words and words[0] in cli().commands and any(w.lstrip("[").startswith("--") for w in words):
+        if starts and not fenced:
+            named = command_path(text[starts[-1].end():].split())[1][1:2]
+            group = named[0] if named and hasattr(cli().commands[named[0]], "commands") else None
+        elif fenced or not words:
+            continue
+        elif group and words[0] in cli().commands[group].commands:
+            found.append(([group, *words], False))
+        elif words[0] in cli().commands and any(w.lstrip("[").startswith("--") for w in words):
             found.append((words, True))
     return found
 
@@ -579,13 +596,14 @@ def planted(text: str, *swaps: tuple[str, str]) -> str:
 def test_a_document_stating_what_does_not_exist_is_found() -> None:
     """Copies of the real documents with wrong names planted in each form the check reads: a
     command, a sub-command and options (a usage table's cell, a usage block with alternatives,
-    a shell line behind a comment, a bare span), a rule (in a table of rules, as `rules.X`, in a
+    a shell line behind a comment, a bare span, a sub-command beside its group's), a rule (in a table of rules, as `rules.X`, in a
     drain reason, as a hyphenated name), a variable, a docstring's example, a message; nothing
     else of them is reported."""
     readme = planted((ROOT / "README.md").read_text(),
                      ("`wirewise doctor [--node N]", "`wirewise doctor [--from-file F] [--node N]"),
                      ("wirewise topo save -f topo.txt", "wirewise topo sav -f topo.txt"),
-                     ("(or `WIREWISE_DB`, or", "(or `WIREWISE_DATABASE`, or"))
+                     ("(or `WIREWISE_DB`, or", "(or `WIREWISE_DATABASE`, or"),
+                     ("`forget [--remove-results]`", "`forget [--purge]`"))
     fleet = planted((ROOT / "docs" / "fleet.md").read_text(),
                     ("[--mode quick|all] [--op all_reduce]", "[--mode quick|all] [--ops all_reduce]"),
                     ("| `rules.tokens-below-baseline` |", "| `rules.tokens-below-range` |"),
@@ -605,7 +623,8 @@ def test_a_document_stating_what_does_not_exist_is_found() -> None:
 
     assert broken(readme, "README.md") == expected(
         readme, "README.md", ("--from-file F] [--node N]", "wirewise doctor --from-file"),
-        ("topo sav ", "wirewise topo sav"), ("WIREWISE_DATABASE", "WIREWISE_DATABASE"))
+        ("topo sav ", "wirewise topo sav"), ("WIREWISE_DATABASE", "WIREWISE_DATABASE"),
+        ("`forget [--purge]`", "wirewise campaign forget --purge"))
     assert broken(fleet, "docs/fleet.md") == expected(
         fleet, "docs/fleet.md", ("[--ops all_reduce]", "wirewise fleet pairs --ops"), ("tokens-below-range", "tokens-below-range"),
         ("transport-via-shm", "transport-via-shm"), ("fleet drain --yes", "wirewise fleet drain --yes"),
