@@ -8,11 +8,12 @@ initialised: the ranks' figures are gathered). Rank 0 writes one result record w
 `source=job`, in the same record (wirewise.record) and the same atomic result file as the
 benchmarks (`result.json`, jobs.records.result_document), and stores it in the database every
 command would use: `db=`, else the setting db (wirewise.settings: WIREWISE_DB, which `wirewise
-launch` sets, the user's file, the site's file, the default in the user's data folder). It runs
-`wirewise collect` on the file, the one path every result file takes into the store; where that
-fails (no database reachable from the compute node, a configuration file it cannot read), the
-file stays for `wirewise collect PATH` later. The job never fails because its figures could not
-be stored.
+launch` sets, the user's file, the site's file, the default in the user's data folder). It
+stores the file through `wirewise collect`'s own code (wirewise.collect, the contract's door to
+it, in this process), the one path every result file takes into the store; where that fails (no
+database reachable from the compute node, a configuration file it cannot read, a database busy
+for STORE_DB_WAIT_S), the file stays for `wirewise collect PATH` later. The job never fails
+because its figures could not be stored, nor waits on the store past STORE_TIMEOUT_S.
 
 What the record says:
 - steady state: the steps after `warmup_steps`; step time is the slowest rank's mean (the ranks
@@ -34,8 +35,8 @@ What the record says:
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -43,15 +44,21 @@ from statistics import fmean
 from typing import Any
 
 from wirewise.clock import utcnow
+from wirewise.collect import collect
 from wirewise.configs import RAN_AS
 from wirewise.launch import STRATEGY_ENV, LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
 from wirewise.runs import RESULT_FILE, run_dir_name
-from wirewise.settings import DB_WAIT
+from wirewise.settings import setting
 
 DEFAULT_WARMUP_STEPS = 2
-STORE_TIMEOUT_S = 120  # `wirewise collect` at the end of a job: a busy database is waited on this long
-STORE_DB_WAIT_S = "60"
+# At the end of a job a busy database is waited on 60 s at most, not collect's default 600 (the
+# setting db_wait_s, when shorter, holds): the job's nodes are held until it ends, and the file
+# stays for `wirewise collect` later.
+STORE_DB_WAIT_S = 60.0
+# The whole store no longer than this: a database host that never answers (a dropped SYN is
+# retried for 127 s by Linux's default tcp_syn_retries=6) does not hold the job's end.
+STORE_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -209,23 +216,27 @@ def write_result(folder: Path, record: ResultRecord, topo) -> Path:
 
 
 def store_result(path: Path, db: str | None) -> bool:
-    """`wirewise collect PATH [--db DB]` as a process: without `db`, collect resolves the setting
-    db as every command does (the same environment, the same files). A warning, never an
-    exception, when it fails (a configuration file it cannot read included)."""
-    env = {**os.environ, DB_WAIT.name: STORE_DB_WAIT_S}
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-P", "-m", "wirewise.orchestrator", "collect", str(path), *(["--db", db] if db else [])],
-            capture_output=True, text=True, timeout=STORE_TIMEOUT_S, env=env,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        _say(f"warning: could not store {path} ({type(exc).__name__}); later: wirewise collect {path}")
+    """The result file into the store as `wirewise collect PATH [--db DB]` stores it (its code:
+    wirewise.collect): without `db`, the setting db, resolved as every command resolves it. A
+    warning, never an exception, when it fails or takes past STORE_TIMEOUT_S (it runs in a
+    daemon thread, so a store that never answers is left behind when the job exits)."""
+    outcome: list[str | Exception] = []
+
+    def store() -> None:
+        try:
+            patience_s = min(STORE_DB_WAIT_S, setting("db_wait_s").value)  # a site's shorter wait holds
+            outcome.append(collect([path], db, patience_s))
+        except Exception as exc:  # noqa: BLE001 - whatever storing does, the job's own work is done
+            outcome.append(exc)
+
+    worker = threading.Thread(target=store, name="wirewise-store-result", daemon=True)
+    worker.start()
+    worker.join(STORE_TIMEOUT_S)
+    said = outcome[0] if outcome else TimeoutError(f"no answer from the database in {STORE_TIMEOUT_S:g} s")
+    if isinstance(said, Exception):
+        _say(f"warning: could not store {path} ({_one_line(said)}); later: wirewise collect {path}")
         return False
-    if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        _say(f"warning: could not store {path} ({why}); later: wirewise collect {path}")
-        return False
-    _say(f"job figures stored: {proc.stdout.strip()}")
+    _say(f"job figures stored: {said}")
     return True
 
 
@@ -368,6 +379,14 @@ def _versions() -> dict[str, str | None]:
     from wirewise.versions import code_hash
 
     return {**software_versions(), "wirewise_code": code_hash()}
+
+
+def _one_line(exc: Exception) -> str:
+    """An error as one line: wirewise's own (UserError) as it says itself, others by their type."""
+    from wirewise.errors import UserError
+
+    first = (str(exc).strip().splitlines() or ["no message"])[0]
+    return first if isinstance(exc, UserError) else f"{type(exc).__name__}: {first}"
 
 
 def _say(line: str) -> None:

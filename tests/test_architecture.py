@@ -5,15 +5,21 @@ Parts: the contract (`wirewise.*` from contract/), the compute side (`wirewise.j
 control plane (`wirewise.orchestrator`, its CLI apart) and the migrations (`wirewise.db`).
 Allowed: contract <- jobs, contract <- orchestrator <- cli; the control plane starts a local
 run through the one entry point `wirewise.jobs.launch`; db <-> store through public names.
-One edge runs the other way, on purpose: the `wirewise` package's front door for training
+Two edges run the other way, on purpose, each from one contract module to one control-plane
+module and only inside a function (FRONT_DOOR): the `wirewise` package's front door for training
 scripts (`wirewise.advice`, computed by the control plane) resolves `wirewise.orchestrator.api`
-lazily, inside its module `__getattr__`, so `import wirewise` loads nothing of the orchestrator
-and no contract module depends on it; it is checked to stay that narrow and that lazy.
+inside its module `__getattr__`, and `wirewise.collect` (how a job stores its own record) calls
+`wirewise collect`'s code when called; `import wirewise` loads nothing of the orchestrator and
+no other contract module depends on it; both are checked to stay that narrow and that lazy.
+No module runs wirewise's own CLI as a process: a seam crossed by a command line is one no
+import check can see.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -44,8 +50,8 @@ ALLOWED = {
     ("db", "contract"): {"wirewise.record", "wirewise.case"},
     ("db", "db"): None,
 }
-# (importer module, imported module): the front door above, allowed inside functions only.
-FRONT_DOOR = {("wirewise", "wirewise.orchestrator.api")}
+# (importer module, imported module): the two doors above, allowed inside functions only.
+FRONT_DOOR = {("wirewise", "wirewise.orchestrator.api"), ("wirewise.collect", "wirewise.orchestrator.record.collect")}
 
 
 def part_of(module: str) -> str:
@@ -118,14 +124,16 @@ def test_no_part_imports_what_it_must_not() -> None:
 
 
 def test_the_front_door_is_lazy_and_the_only_way_back() -> None:
-    """`wirewise.advice` resolves through the control plane only when asked for: the package's
-    own import never reaches the orchestrator, and no other contract module imports it."""
+    """`wirewise.advice` and `wirewise.collect` reach the control plane only when asked for:
+    importing them, or the job recorder that stores through the second, loads nothing of the
+    orchestrator, and no other contract module imports it."""
     known = modules()
     for module, target in FRONT_DOOR:
         assert target in {resolve(name, known) for name in imports_of(module, known[module])}, f"{module} no longer imports {target}"
         eager = {resolve(name, known) for name in imports_of(module, known[module], top_level_only=True)}
         assert target not in eager, f"{module} imports {target} when it is imported"
-    code = "import sys, wirewise; print(sorted(m for m in sys.modules if m.startswith('wirewise.orchestrator')))"
+    doors = sorted({module for module, _ in FRONT_DOOR} | {"wirewise.jobs.history"})
+    code = f"import sys; import {', '.join(doors)}; print(sorted(m for m in sys.modules if m.startswith('wirewise.orchestrator')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -345,6 +353,107 @@ def test_a_slurm_command_in_any_string_form_is_found(tmp_path: Path) -> None:
     )
     assert slurm_commands_named(planted) == ["planted.py:4: scontrol", "planted.py:5: squeue", "planted.py:6: sacct",
                                              "planted.py:7: scancel", "planted.py:8: sinfo"]
+
+
+CLI_PROGRAMS = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
+# calls that start a process from a list of words, and those that take a command line as one string
+PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output", "create_subprocess_exec", "execv", "execve",
+                 "execvp", "execvpe", "execl", "execle", "execlp", "execlpe", "spawnv", "spawnve", "spawnvp", "spawnl", "spawnlp"}
+SHELL_CALLS = {"system", "popen", "getoutput", "getstatusoutput", "create_subprocess_shell", "split", *PROCESS_CALLS}
+
+
+def cli_commands() -> set[str]:
+    import typer.main
+
+    from wirewise.orchestrator.cli.main import app
+
+    return set(typer.main.get_command(app).commands)
+
+
+def runs_the_cli(words: list[str | None], commands: set[str], started: bool) -> bool:
+    """A command line runs wirewise's own CLI: it runs `-m` a CLI module or a package whose
+    __main__ is one, or its program is a console script of pyproject (`wirewise`, by any path)
+    and it is `started` by a process call or names a wirewise command next."""
+    if any(flag == "-m" and module and "cli" in (part_of(module), part_of(f"{module}.__main__"))
+           for flag, module in zip(words, words[1:])):
+        return True
+    program = bool(words and words[0] and Path(words[0]).name in CLI_PROGRAMS)
+    return program and (started or len(words) > 1 and words[1] in commands)
+
+
+def _name(call: ast.Call) -> str | None:
+    return getattr(call.func, "attr", getattr(call.func, "id", None))
+
+
+def _word(node) -> str | None:
+    """A command line's word as the source states it: a string, or `shutil.which("wirewise")`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Call) and _name(node) == "which" and node.args:
+        return _word(node.args[0])
+    return None
+
+
+def _shell_words(node) -> list[str | None]:
+    """The words of a command line given as one string (an f-string up to its first value)."""
+    if isinstance(node, ast.JoinedStr):
+        text = "".join(str(part.value) for part in itertools.takewhile(lambda part: isinstance(part, ast.Constant), node.values))
+    else:
+        text = _word(node) or ""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def cli_runs(files: dict[str, Path]) -> list[str]:
+    """'module:line' for each command line in `files` that runs wirewise's own CLI: a list or
+    tuple of words (an argv, wherever it is built: a process call's argument, a constant), an
+    exec's words, and a string handed to a shell or to shlex."""
+    commands = cli_commands()
+    found = set()
+    for name, path in sorted(files.items()):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.List | ast.Tuple):
+                runs = runs_the_cli([_word(element) for element in node.elts], commands, started=False)
+            elif isinstance(node, ast.Call) and _name(node) in SHELL_CALLS and node.args:
+                first = node.args[0]
+                words = [_word(element) for element in first.elts] if isinstance(first, ast.List | ast.Tuple) else _shell_words(first)
+                runs = (runs_the_cli(words, commands, started=True)
+                        or runs_the_cli([_word(arg) for arg in node.args[1:]], commands, started=True))  # os.execlp(p, *argv)
+            else:
+                continue
+            if runs:
+                found.add((name, node.lineno))
+    return [f"{name}:{line}" for name, line in sorted(found)]
+
+
+def test_no_module_runs_wirewises_own_cli() -> None:
+    """The seams are crossed by imports the checks above see (a job stores its record through
+    wirewise.collect), never by running `wirewise` or `python -m wirewise.orchestrator`."""
+    assert cli_runs(modules()) == []
+
+
+def test_a_planted_run_of_the_cli_is_found(tmp_path: Path) -> None:
+    """Every form the check above reads, and what it must leave alone (the compute side's own
+    entry points, a message that tells a person to run a command)."""
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "import os, shutil, subprocess, sys\n"
+        "COLLECT = [sys.executable, '-P', '-m', 'wirewise.orchestrator', 'collect']\n"  # 2
+        "def run(path):\n"
+        "    subprocess.run((\"wirewise\", 'collect', path))\n"  # 4
+        "    subprocess.run([shutil.which('wirewise'), 'doctor'])\n"  # 5
+        "    os.system('/usr/local/bin/wirewise results --json')\n"  # 6
+        "    subprocess.run(f'wirewise collect {path}', shell=True)\n"  # 7
+        "    subprocess.Popen([sys.executable, '-m', 'wirewise.orchestrator.cli.main', 'results'])\n"  # 8
+        "    os.execlp('wirewise', 'wirewise', 'doctor')\n"  # 9
+        "    subprocess.run([sys.executable, '-P', '-m', 'wirewise.jobs.worker', path])\n"
+        "    subprocess.run([sys.executable, '-m', 'accelerate.commands.launch', 'train.py'])\n"
+        "    print(f'later: wirewise collect {path}')\n"
+        "    return ('wirewise', 'nccl-tests', 'job'), ['wirewise', 'results']\n"  # 13
+    )
+    assert cli_runs({"planted": planted}) == [f"planted:{line}" for line in (2, 4, 5, 6, 7, 8, 9, 13)]
 
 
 def test_executor_names_are_compared_only_inside_the_executors() -> None:

@@ -14,16 +14,11 @@ def collect(
     json: JsonOption = False,
 ) -> None:
     """Store result files (and the wiring they ran on) in the database."""
-    from wirewise.orchestrator.record.collect import collect as store_files, result_files
-    from wirewise.orchestrator.store import Store
+    from wirewise.orchestrator.record.collect import collect_paths
 
-    files = result_files(paths)
-    store = Store(db)
-    summary = store_files(store, files)
+    summary, where = collect_paths(paths, db)
     if json:
         print_json({"files": summary.files, "records": summary.records, "new_records": summary.new,
-                    "statuses": summary.statuses, "db": store.safe_url})
+                    "statuses": summary.statuses, "db": where})
         return
-    statuses = ", ".join(f"{k} {v}" for k, v in summary.statuses.items()) or "none found"
-    typer.echo(f"{summary.files} result file(s) ({statuses}): {summary.new} new record(s) of {summary.records} "
-               f"stored in {store.safe_url}")
+    typer.echo(summary.summary(where))

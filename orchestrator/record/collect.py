@@ -1,5 +1,6 @@
-"""Store result files that are on disk: `wirewise collect PATH...`, `campaign collect`, and the
-end of every `bench` run take this one path.
+"""Store result files that are on disk: `wirewise collect PATH...`, `campaign collect`, the
+end of every `bench` run and a training job's own record (wirewise.collect, the contract's door
+to collect_paths) take this one path.
 
 A result file is never lost to a busy database: ingest waits (SQLite's busy timeout) and
 retries for up to $WIREWISE_DB_WAIT_S (600 s), and if the database stays busy it says where the file is
@@ -29,6 +30,11 @@ class Collected:
     records: int = 0
     new: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
+
+    def summary(self, where: str) -> str:
+        """What was stored, in one line: `wirewise collect` prints it, a job says it."""
+        statuses = ", ".join(f"{k} {v}" for k, v in self.statuses.items()) or "none found"
+        return f"{self.files} result file(s) ({statuses}): {self.new} new record(s) of {self.records} stored in {where}"
 
 
 def result_files(paths: list[str | Path]) -> list[Path]:
@@ -99,13 +105,22 @@ def ingest_patiently(store: Store, path: Path, patience_s: float | None = None) 
             raise UserError(f"{path}: not a wirewise result file ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
 
 
-def collect(store: Store, files: list[Path]) -> Collected:
+def collect_paths(paths: list[str | Path], db: str | None, patience_s: float | None = None) -> tuple[Collected, str]:
+    """`wirewise collect PATH... [--db DB]`: the result files named or found under the folders,
+    stored in the database of `db` (else the setting db); (what was stored, the database as
+    shown to people). `patience_s`: how long a busy database is waited on (ingest_patiently)."""
+    files = result_files(paths)
+    store = Store(db)
+    return collect(store, files, patience_s), store.safe_url
+
+
+def collect(store: Store, files: list[Path], patience_s: float | None = None) -> Collected:
     """Store each file, each in one transaction: a file that is not a result file stores
     nothing of itself, and the error says how many files before it were stored."""
     summary = Collected()
     for path in files:
         try:
-            records, new = ingest_patiently(store, path)
+            records, new = ingest_patiently(store, path, patience_s)
         except UserError as exc:
             before = f" ({summary.files} file(s) before it are stored)" if summary.files else ""
             raise UserError(f"{exc}{before}") from None

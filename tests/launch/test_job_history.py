@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,7 +155,7 @@ job("unreadable")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("wirewise: job figures stored: 1 result file(s) (ok 1): 1 new record(s)") == 3, proc.stderr
     unreadable = tmp_path / "unreadable" / "result.json"
-    assert f"warning: could not store {unreadable} (wirewise: error: {user}: db: 3: give a URL" in proc.stderr
+    assert f"warning: could not store {unreadable} ({user}: db: 3: give a URL" in proc.stderr
     assert f"later: wirewise collect {unreadable}" in proc.stderr
     for where, database in (("default", data / "wirewise" / "wirewise.db"), ("site", tmp_path / "site.db"), ("user", user.parent / "user.db")):
         listed = wirewise_json("results", "--source", "job", "--include-cpu", "--db", f"sqlite:///{database}")
@@ -162,6 +164,54 @@ job("unreadable")
     env["PATH"] = os.environ["PATH"]
     shown = run_wirewise("results", "--source", "job", "--include-cpu", "--json", env={**env, "WIREWISE_DB": None}, cwd=tmp_path)
     assert [row["count"] for row in json.loads(shown.stdout)] == [1], shown.stderr  # the site's file, as the job read it
+
+
+JOB = """
+import sys
+from wirewise.jobs.history import record_job
+print(record_job([0.1] * 4, tokens_per_step=64, samples_per_step=4, model="tiny-mistral", strategy="ddp",
+                 run_dir=sys.argv[1], db=sys.argv[2]))
+"""
+
+
+def test_a_job_waits_for_a_busy_database_and_never_fails_over_it(tmp_path, db_url):
+    """Another process holds SQLite's write lock: a job whose patience (the setting db_wait_s,
+    2 s here) runs out says where its file is and ends 0; a job with the default patience
+    (60 s) waits, still running while the lock is held, and stores once it is let go.
+    `wirewise collect` stores the first file later. Real processes, a real database."""
+    run_wirewise("db", "upgrade", "--db", db_url, check=True)
+    env = {**no_slurm(), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    lock = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None, timeout=30)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        impatient = subprocess.run([sys.executable, "-c", JOB, str(tmp_path / "impatient"), db_url], capture_output=True,
+                                   text=True, timeout=300, env={**env, "WIREWISE_DB_WAIT_S": "2"})
+        patient = subprocess.Popen([sys.executable, "-c", JOB, str(tmp_path / "patient"), db_url], text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        waited = wait_for(tmp_path / "patient" / "result.json", patient)
+        time.sleep(3)  # longer than the impatient job waited: this one is still waiting
+        assert patient.poll() is None, patient.communicate()
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert impatient.returncode == 0, impatient.stderr
+    kept = Path(impatient.stdout.strip())
+    assert f"wirewise: warning: could not store {kept} (the database stayed busy for 2 s" in impatient.stderr
+    out, err = patient.communicate(timeout=300)
+    assert patient.returncode == 0 and Path(out.strip()) == waited, err
+    assert "job figures stored: 1 result file(s) (ok 1): 1 new record(s)" in err and "warning" not in err, err
+    assert wirewise_json("collect", str(kept), "--db", db_url)["new_records"] == 1
+    listed = wirewise_json("results", "--source", "job", "--include-cpu", "--db", db_url)
+    assert [row["count"] for row in listed if row["status"] == "ok"] == [2]
+
+
+def wait_for(path: Path, proc: subprocess.Popen) -> Path:
+    """`path` once the process has written it (it writes its result file, then stores it)."""
+    deadline = time.monotonic() + 240
+    while not path.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    return path
 
 
 @pytest.mark.parametrize("named, ran, recorded, noted", [
