@@ -6,7 +6,7 @@ Slurm's variables for submitit; this is wirewise's, and nothing else reads them.
     read_job_env(env=None) -> JobEnv        the job this process runs in (None-valued outside one)
     JobEnv.physical_gpus() -> [int] | None  CUDA_VISIBLE_DEVICES as nvidia-smi's indices
     JobEnv.device_ids(planned) -> [str]     the entries that show a command the planned GPUs
-    hostnames("gpu[01-04]")                 submitit's node-list parser, bounded before it expands
+    hostnames("gpu[01-04]")                 a node list's names as Slurm expands it, counted before it expands
     hostlist(["gpu01", "gpu02"])            the other way: "gpu[01-02]"
 
 What each variable means (sbatch(1) and srun(1), "OUTPUT ENVIRONMENT VARIABLES", Slurm 25.11):
@@ -38,6 +38,8 @@ through Slurm's list, never by position alone where the list says otherwise.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import re
 import socket
@@ -174,28 +176,27 @@ def fewest_cpus(text: str) -> int | None:
 
 
 def hostnames(hostlist: str) -> list[str]:
-    """'gpu[01-03],cpu7' -> ['gpu01', 'gpu02', 'gpu03', 'cpu7'] by submitit's parser (what its
-    JobEnvironment reads SLURM_JOB_NODELIST with), after counting the names without expanding."""
-    from submitit.slurm.slurm import SlurmParseException, _parse_node_list
+    """'gpu[01-03],cpu7' -> ['gpu01', 'gpu02', 'gpu03', 'cpu7'], as Slurm 25.11's `scontrol show
+    hostnames` expands a node list: in its order (duplicates kept), a range as wide as its first
+    number (`n[08-10]` -> n08 n09 n10, `n[8-010]` -> n8 n9 n10), several brackets in one name
+    multiplied and text after a bracket kept (`a[1-2]-b[3-4]`, `node[1-2]-ib`), empty names
+    skipped (`a,,b`). Counted before anything is expanded: more than MAX_NODES names is a
+    UserError, as is a list Slurm refuses (`x[5-3]`, `x[]`, `x[1-2`).
 
-    if host_count(hostlist) > MAX_NODES:
+    wirewise's own parser, held to Slurm's output by tests/slurm/test_commands.py: submitit has
+    one, but private (`_parse_node_list`; its public JobEnvironment.hostnames reads only this
+    process's SLURM_JOB_NODELIST), and `scontrol show hostnames` would be a Slurm command in the
+    contract and a process per list (the control plane reads one per sinfo line)."""
+    groups = _node_groups(hostlist)
+    if _name_count(groups) > MAX_NODES:
         raise UserError(f"node list {hostlist[:60]!r} names more than {MAX_NODES} nodes")
-    try:
-        return _parse_node_list(hostlist)
-    except SlurmParseException:
-        raise UserError(f"{hostlist[:60]!r} is not a Slurm node list such as gpu[01-04],gpu07") from None
+    return ["".join(parts) for group in groups
+            for parts in itertools.product(*([text] if isinstance(text, str) else _numbers(text) for text in group))]
 
 
 def host_count(hostlist: str) -> int:
-    """How many names a node list expands to: per comma-separated group (commas inside brackets
-    belong to the brackets), the product of its brackets' sizes."""
-    total = 0
-    for group in re.split(r",(?![^\[]*\])", hostlist):
-        count = 1
-        for body in re.findall(r"\[([^\]]*)\]", group):
-            count *= sum(_span(part) for part in body.split(","))
-        total += count
-    return total
+    """How many names a node list expands to (hostnames), counted without expanding them."""
+    return _name_count(_node_groups(hostlist))
 
 
 def hostlist(names: list[str]) -> str:
@@ -224,13 +225,44 @@ def hostlist(names: list[str]) -> str:
 # ------------------------------------------------------------------------ the pieces
 
 
-def _span(part: str) -> int:
-    low, _, high = part.partition("-")
-    if not (low.isdigit() and (high or low).isdigit()):
-        return 1  # not a range: submitit's parser says what is wrong with it
-    if len(low) > 9 or len(high) > 9:
-        return MAX_NODES + 1  # 10^9 names or more
-    return max(0, int(high or low) - int(low) + 1)
+# A node list's names: per comma-separated name, its parts in order, each a text or a bracket's
+# ranges (first, last, width), e.g. 'a[1-2]-ib' -> [['a', [(1, 2, 1)], '-ib']].
+Group = list[str | list[tuple[int, int, int]]]
+_BRACKET = re.compile(r"\[([^\[\]]*)\]")
+_RANGE = re.compile(r"(\d{1,18})(?:-(\d{1,18}))?")  # past 10^18: no node list, and int() stays cheap
+
+
+def _node_groups(hostlist: str) -> list[Group]:
+    def refused() -> UserError:
+        return UserError(f"{hostlist[:60]!r} is not a Slurm node list such as gpu[01-04],gpu07")
+
+    groups = []
+    for name in re.split(r",(?![^\[]*\])", hostlist.strip()):  # a comma inside brackets is the bracket's
+        pieces = _BRACKET.split(name.strip())  # text, ranges, text, ...
+        texts = pieces[0::2]
+        if any(c in text for text in texts for c in "[] \t"):
+            raise refused()
+        group: Group = []
+        for index, piece in enumerate(pieces):
+            if index % 2 == 0:
+                group += [piece] if piece else []
+                continue
+            spans = [_RANGE.fullmatch(part) for part in piece.split(",")]
+            if not all(spans) or any(span[2] is not None and int(span[2]) < int(span[1]) for span in spans):
+                raise refused()
+            group.append([(int(span[1]), int(span[2] or span[1]), len(span[1])) for span in spans])
+        if group:
+            groups.append(group)
+    return groups
+
+
+def _name_count(groups: list[Group]) -> int:
+    return sum(math.prod(1 if isinstance(part, str) else sum(last - first + 1 for first, last, _ in part)
+                         for part in group) for group in groups)
+
+
+def _numbers(ranges: list[tuple[int, int, int]]) -> list[str]:
+    return [f"{n:0{width}d}" for first, last, width in ranges for n in range(first, last + 1)]
 
 
 def visible_indices(env: Mapping[str, str], count: int) -> list[int] | None:

@@ -59,9 +59,13 @@ class NodeListPattern(Pattern):
         from wirewise.jobenv import host_count
 
         problem = super().problem(value)
-        if problem is None and host_count(value) > MAX_NODES:
-            problem = f"names more than {MAX_NODES:,} nodes"
-        return problem
+        if problem is not None:
+            return problem
+        try:
+            count = host_count(value)
+        except UserError:  # brackets Slurm would refuse: gpu[01-03, gpu[5-3]
+            return f"not {self.what}"
+        return f"names more than {MAX_NODES:,} nodes" if count > MAX_NODES else None
 
 
 def _pattern(regex: str, what: str) -> Pattern:

@@ -13,8 +13,6 @@ import pytest
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.slurm.command import SlurmError, SlurmTimeout, SlurmUnavailable, slurm
-from wirewise.limits import MAX_NODES
-from wirewise.jobenv import hostnames
 from wirewise.orchestrator.slurm.nodes import leaf_switches_from, used_from_scontrol
 
 
@@ -95,15 +93,6 @@ def test_leaf_switches_from_scontrol_show_topology() -> None:
         "SwitchName=top Level=1 LinkSpeed=1 Switches=s[0-1]\n"
     )
     assert leaf_switches_from(text) == {"gpu01": "s0", "gpu02": "s0", "gpu03": "s1"}
-
-
-def test_node_lists_expand_through_submitit_and_are_bounded_first() -> None:
-    assert hostnames("gpu[01-03,07],cpu7") == ["gpu01", "gpu02", "gpu03", "gpu07", "cpu7"]
-    assert hostnames("r[1-2]n[1-2]") == ["r1n1", "r1n2", "r2n1", "r2n2"]
-    with pytest.raises(UserError, match=f"names more than {MAX_NODES} nodes"):
-        hostnames("gpu[0-99999999999]")
-    with pytest.raises(UserError, match="not a Slurm node list"):
-        hostnames("gpu[01-03")
 
 
 # `sinfo -h -N -o SINFO_FIELDS` of a cluster, in the shapes Slurm prints: a node in two
