@@ -472,6 +472,53 @@ def test_executor_names_are_compared_only_inside_the_executors() -> None:
     assert not found, found
 
 
+def executors_named_by_text(files: dict[Path, str]) -> list[str]:
+    """'file:line' where code names an executor by its text ("slurm") where it says which executor
+    runs something: `"executor": ...` in a dict, `executor=...`, executor_named(...) or
+    check_name(...), an `executor` parameter's or field's default. executor.LOCAL and SLURM name them."""
+    from wirewise.orchestrator.executor import EXECUTORS
+
+    def text(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value in EXECUTORS
+
+    found = []
+    for path, source in files.items():
+        for node in ast.walk(ast.parse(source)):
+            named = []
+            if isinstance(node, ast.Dict):
+                named = [v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "executor"]
+            elif isinstance(node, ast.Call):
+                named = [kw.value for kw in node.keywords if kw.arg == "executor"]
+                named += node.args[:1] if getattr(node.func, "attr", getattr(node.func, "id", None)) in ("executor_named", "check_name") else []
+            elif isinstance(node, ast.FunctionDef):
+                args = [*node.args.posonlyargs, *node.args.args]
+                named = [d for a, d in zip(args[len(args) - len(node.args.defaults):], node.args.defaults) if a.arg == "executor"]
+                named += [d for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if a.arg == "executor" and d]
+            elif isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "executor":
+                named = [node.value] if node.value else []
+            if any(text(value) for value in named):
+                found.append((str(path), node.lineno))
+    return [f"{path}:{line}" for path, line in sorted(found)]
+
+
+def test_executors_are_named_by_their_declared_names() -> None:
+    files = {path.relative_to(ROOT): text for path, text in _source_of("contract", "orchestrator", "jobs").items()
+             if path.parent != ROOT / "orchestrator" / "executor"}
+    assert executors_named_by_text(files) == []
+
+
+def test_an_executor_named_by_its_text_is_found() -> None:
+    planted = (
+        "def survey(store, executor: str = 'slurm'):\n"  # 1
+        "    target = {'executor': 'slurm', 'nodelist': 'gpu01'}\n"  # 2
+        "    submit(spec, executor='local')\n"  # 3
+        "    return executor_named('slurm'), {'transport': 'local'}, target['executor'] == SLURM\n"  # 4
+        "class Target:\n"
+        "    executor: str = 'local'\n"  # 6
+    )
+    assert executors_named_by_text({Path("planted.py"): planted}) == [f"planted.py:{n}" for n in (1, 2, 3, 4, 6)]
+
+
 # The orchestrator's folders in the order they build on each other (README, "How it works"):
 # a folder imports only folders of an earlier stage.
 STAGES = (

@@ -29,7 +29,7 @@ from wirewise.errors import UserError, first_problem
 from wirewise.limits import (
     MAX_GPU_INDEX, MAX_NODES, MAX_RANKS, MAX_REPEATS, MAX_TASKS, MAX_TIME_MIN,
 )
-from wirewise.orchestrator.executor import EXECUTORS
+from wirewise.orchestrator.executor import EXECUTORS, LOCAL
 from wirewise.orchestrator.slurm.values import CONSTRAINT, FOLDER, NAME, NODELIST, TIME, WORD, Pattern
 from wirewise.models import check_model_name
 from wirewise.registry import StrategyName
@@ -200,7 +200,7 @@ class Target(BaseModel):
     the whole grid, pinned to it and planned on its own wiring."""
 
     model_config = Strict
-    executor: ExecutorName = "local"  # a name of wirewise.orchestrator.executor.EXECUTORS
+    executor: ExecutorName = LOCAL  # a name of wirewise.orchestrator.executor.EXECUTORS
     scope: Literal["each-node"] | None = None  # None: the tasks go to nodes of one type, wherever Slurm puts them
     partition: SlurmWord | None = None
     account: SlurmWord | None = None

@@ -3,7 +3,9 @@ one line per executor here. Adding one (Flux, Kubernetes) is a module with a cla
 implements wirewise.orchestrator.executor.core.Executor, and its line below; campaigns
 (`target.executor`, `campaign submit --executor`) and `wirewise run` reach it by name.
 
-    executor_named("slurm") -> Executor   an unknown name is one line that names the known ones
+    executor_named(SLURM) -> Executor     an unknown name is one line that names the known ones
+
+Code elsewhere names an executor by LOCAL or SLURM, never by its text (tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from wirewise.errors import UserError
 if TYPE_CHECKING:  # campaign commands import this to check a name: keep it light
     from wirewise.orchestrator.executor.core import Executor
 
+LOCAL = "local"  # this machine, one task after another
+SLURM = "slurm"  # a Slurm cluster, through submitit
 EXECUTORS = {  # name -> "module:class"
-    "local": "wirewise.orchestrator.executor.local:LocalExecutor",
-    "slurm": "wirewise.orchestrator.executor.slurm:SlurmExecutor",
+    LOCAL: "wirewise.orchestrator.executor.local:LocalExecutor",
+    SLURM: "wirewise.orchestrator.executor.slurm:SlurmExecutor",
 }
 
 

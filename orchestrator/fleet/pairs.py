@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.errors import UserError
+from wirewise.orchestrator.executor import SLURM
 from wirewise.orchestrator.executor.core import Node, Scope
 from wirewise.orchestrator.fleet.schedule import MODES, next_round
 from wirewise.orchestrator.fleet.verdict import Measure, Pair, Verdict, judge
@@ -45,7 +46,7 @@ class PairTest:
 
 
 def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: float, name: str | None = None,
-                   executor: str = "slurm", on_round: OnRound | None = None) -> dict[str, Any]:
+                   executor: str = SLURM, on_round: OnRound | None = None) -> dict[str, Any]:
     """Test the scope's nodes in pairs, slow below (1 - tolerance) x the fleet's figure (the
     rules' pair-below-fleet tolerance: wirewise.orchestrator.health.pairs passes it); the
     verdict, as data (`fleet pairs --json`)."""
@@ -57,7 +58,7 @@ def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: fl
         raise UserError(f"--tolerance {tolerance:g}: give a fraction between 0 and 1 (0.2: flag below 80% of the fleet's figure)")
     nodes = executor_named(executor).nodes(scope)
     if nodes is None:
-        raise UserError(f"pair tests pin jobs to nodes: executor {executor} has no nodes to name (use slurm)")
+        raise UserError(f"pair tests pin jobs to nodes: executor {executor} has no nodes to name (use {SLURM})")
     usable = [n for n in nodes if not n.unavailable]
     left_out = {n.name: f"{n.unavailable} (Slurm)" for n in nodes if n.unavailable}
     if len(usable) < 2:
@@ -96,7 +97,7 @@ class PairCheck:
     `measures()`."""
 
     def __init__(self, store, pairs: list[Pair], test: PairTest, name: str, partition: str | None = None,
-                 reservation: str | None = None, executor: str = "slurm") -> None:
+                 reservation: str | None = None, executor: str = SLURM) -> None:
         from wirewise.orchestrator.executor import executor_named
 
         names = sorted({n for pair in pairs for n in pair})

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from wirewise.orchestrator.executor import SLURM
 from wirewise.orchestrator.health.findings import LIVE_RULES
 from wirewise.orchestrator.health.rules import Rules
 
@@ -145,7 +146,7 @@ def campaign_spec(name: str, run: NodeRun, measured: list[dict[str, Any]], rules
     cpu = any("cpu" in (f["measurement"].get("device"), f["measurement"]["case"].get("device")) for f in measured)
     minutes = max(5, int(timeout_s // 60) + 2)
     target: dict[str, Any] = {
-        "executor": "slurm", "nodelist": run.node, "time": str(minutes), "timeout_s": max(30.0, timeout_s - 30),
+        "executor": SLURM, "nodelist": run.node, "time": str(minutes), "timeout_s": max(30.0, timeout_s - 30),
         "folder": str((runs_root() / "fleet" / name).resolve()), "tasks_per_element": 64,
     }
     for key, value in (("partition", partition), ("reservation", run.reservation), ("backend", "gloo" if cpu else None)):
@@ -201,7 +202,7 @@ def _submit_campaign(store, run: NodeRun, doc: dict[str, Any]) -> None:
 
     spec = parse_spec(doc, f"the {run.purpose} of {run.node}")
     plan = plan_campaign(spec, load_topology(store, node=run.node))
-    submit_spec(store, spec, plan, "slurm")
+    submit_spec(store, spec, plan, SLURM)
     run.campaign = spec.name
 
 
@@ -215,7 +216,7 @@ def _submit_live(store, run: NodeRun, name: str, partition: str | None, timeout_
     run.live_file = folder / "live.json"
     request = JobRequest(folder=folder, name=f"{name}-live"[:128], time_min=max(LIVE_MIN_TIME_MIN, int(timeout_s // 60) + 1),
                          partition=partition, nodelist=run.node, reservation=run.reservation)
-    submitted = executor_named("slurm").submit(request, LiveCheck(store.url, run.node, rules_file, str(run.live_file)), [()])
+    submitted = executor_named(SLURM).submit(request, LiveCheck(store.url, run.node, rules_file, str(run.live_file)), [()])
     run.live_job = submitted.elements[0]
 
 
@@ -250,7 +251,7 @@ def _wait(store, runs: list[NodeRun], deadline: float) -> None:
     from wirewise.orchestrator.executor.core import PENDING, RUNNING
     from wirewise.orchestrator.health.stops import pause
 
-    slurm = executor_named("slurm")
+    slurm = executor_named(SLURM)
     while True:
         names = [r.campaign for r in runs if r.campaign] + [r.pair_check.name for r in runs if r.pair_check]
         campaigns = [name for name in names if not campaign_status(store, name).done]
@@ -280,7 +281,7 @@ def _cancel(store, runs: list[NodeRun]) -> None:
     for run in runs:
         for cancel in ((lambda: cancel_campaign(store, run.campaign)) if run.campaign else None,
                        run.pair_check.campaign.cancel if run.pair_check else None,
-                       (lambda: executor_named("slurm").cancel([run.live_job])) if run.live_job else None):
+                       (lambda: executor_named(SLURM).cancel([run.live_job])) if run.live_job else None):
             if cancel is not None:
                 try:
                     cancel()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.errors import UserError
+from wirewise.orchestrator.executor import SLURM
 from wirewise.orchestrator.executor.core import CANCELLED, ENDED, TIMEOUT, JobRequest, Node, Scope
 
 POLL_S = 1.0
@@ -62,7 +63,7 @@ class Survey:
                 "left_out": [{"node": n, "reason": r} for n, r in self.left_out.items()]}
 
 
-def survey(store, scope: Scope, executor: str = "slurm", include_down: bool = False, time_min: int = 5,
+def survey(store, scope: Scope, executor: str = SLURM, include_down: bool = False, time_min: int = 5,
            wait_s: float = 600.0, root: Path | None = None, on_progress: OnProgress | None = None) -> Survey:
     """Probe and store the wiring of every node of the scope."""
     from wirewise.orchestrator.executor import executor_named

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from wirewise.errors import UserError
 from wirewise.launch import STRATEGY_ENV
+from wirewise.orchestrator.executor import SLURM
 from wirewise.orchestrator.userjob.command import RUN_LABELS, CommandInJob, RunRequest
 
 START_POLL_S = 0.5
@@ -120,7 +121,7 @@ def allocation_check(job_id: str, asked: list[str], segment: int | None, domain:
         given = job_nodes(job_id)
     if given is None:
         return None, [f"job {job_id} had not started after {timeout_s:g} s: the nodes Slurm gives it are not checked"]
-    problems = list(executor_named("slurm").allocation_problems([job_id]).values()) if segment else []
+    problems = list(executor_named(SLURM).allocation_problems([job_id]).values()) if segment else []
     if not segment and sorted(given) != sorted(asked):
         problems.append(f"job {job_id} asked for {', '.join(asked)} and Slurm gave {', '.join(given)}")
     if domain is not None:
@@ -184,7 +185,7 @@ def _submit(request: RunRequest, job, env: dict[str, str], pin: list[int] | None
     from wirewise.orchestrator.executor.core import SubmissionRefused
 
     try:
-        submitted = executor_named("slurm").submit(job, CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
+        submitted = executor_named(SLURM).submit(job, CommandInJob(list(request.command), os.getcwd(), env, pin), [()])
     except SubmissionRefused as exc:
         raise UserError(f"{exc}; {REFUSED_RUN}") from None
     return submitted.elements[0]
