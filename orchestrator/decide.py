@@ -161,12 +161,13 @@ def nodes_measured(store, names=None, slurm_nodes=None):
     each node and pair (wirewise.orchestrator.fleet.standing). Another reason to keep jobs off
     a node (drained or down in Slurm, an open finding of the health rules:
     wirewise.orchestrator.health.verdicts) joins `avoid` here; `slurm_nodes`: Slurm's view
-    where the caller asked already (else one `sinfo -N` here)."""
+    where the caller asked already (else one `sinfo -N` here). The pair tests are judged by the
+    site's rules (the setting rules: load_rules, as doctor and fleet read them)."""
     from wirewise.orchestrator.fleet.standing import pair_standing
-    from wirewise.orchestrator.health.rules import default_rules
+    from wirewise.orchestrator.health.rules import load_rules
     from wirewise.orchestrator.health.verdicts import keep_off
 
-    measured = pair_standing(store, names, default_rules().rules.pair_below_fleet.tolerance)
+    measured = pair_standing(store, names, load_rules(None).rules.pair_below_fleet.tolerance)
     for node, why in keep_off(store, names, slurm_nodes).items():
         measured.avoid.setdefault(node, why)
         measured.healthy.discard(node)

@@ -24,7 +24,7 @@ from wirewise.errors import UserError
 from wirewise.orchestrator.health.findings import LIVE_RULES
 from wirewise.orchestrator.health.judge import HISTORY_RULES, judge_history
 from wirewise.orchestrator.health.live import live_findings
-from wirewise.orchestrator.health.rules import Rules, default_rules
+from wirewise.orchestrator.health.rules import Rules, load_rules
 from wirewise.orchestrator.report.query import facts
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters
@@ -34,11 +34,12 @@ def doctor(store: Store, node: str | None = None, include_cpu: bool = False,
            live: Callable[[], Any] | None = None, live_node: str | None = None,
            rules: Rules | None = None, record: bool = True, source: str = "doctor") -> dict[str, Any]:
     """Findings for `node` (every node with results when None). `live` probes this machine's
-    topology (named `live_node`); it runs only when that is the node being checked."""
+    topology (named `live_node`); it runs only when that is the node being checked. `rules`:
+    the site's (the setting rules, load_rules) when not given."""
     from wirewise.orchestrator.health.baseline import imported
     from wirewise.orchestrator.store.health import record_checks, result_runs, results_in_one_domain
 
-    rules = rules or default_rules()
+    rules = rules if rules is not None else load_rules(None)
     base = Filters(include_cpu=include_cpu or rules.include_cpu)
     runs, in_one_domain = (lambda ids: result_runs(store, ids)), (lambda ids: results_in_one_domain(store, ids))
     ignored: list[str] = []

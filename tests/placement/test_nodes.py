@@ -121,6 +121,43 @@ def test_place_across_nodes_weighs_the_stored_pair_tests(url: str) -> None:
     assert not [r for r in out["reasons"] if r.startswith("left out")] and [r["node"] for r in out["nodes"]] == ["n1", "n2"]
 
 
+def test_place_judges_the_pair_tests_by_the_sites_rules(db_url: str, tmp_path) -> None:
+    """n1's pairs at 75 GB/s beside healthy ones near 100: the shipped pair-below-fleet tolerance
+    (0.2) finds n1 slow, and `place --across-nodes` leaves it out; a site whose rules file allows
+    0.3 (WIREWISE_RULES, or `rules` in the site's configuration file, as doctor reads it) finds
+    n1 healthy, and `place --node n1` no longer warns. A rules file wirewise cannot read is one
+    line, exit 2, as doctor says it."""
+    from tests.conftest import wirewise, wirewise_json
+    from tests.placement.history import plant_all_reduce, plant_pair_tests
+
+    for name in ("n1", "n2", "n3", "n4"):
+        plant_all_reduce(db_url, NVL, name, {})
+    plant_pair_tests(db_url, "pairs-1", {("n1", "n2"): 75.0, ("n3", "n4"): 101.0, ("n1", "n3"): 76.0, ("n2", "n4"): 99.0})
+    lenient = tmp_path / "lenient.yaml"
+    lenient.write_text("rules:\n  pair-below-fleet:\n    tolerance: 0.3\n")
+    site = tmp_path / "site.toml"
+    site.write_text(f'rules = "{lenient.name}"\n')
+    across = ("place", "--gpus", "16", "--across-nodes", "--db", db_url)
+    on_n1 = ("place", "--gpus", "2", "--node", "n1", "--gpu-name", "NVIDIA H200", "--db", db_url)
+
+    shipped = {"WIREWISE_RULES": None, "WIREWISE_SITE_CONFIG": str(tmp_path / "none.toml")}
+    out = wirewise_json(*across, env=shipped)
+    assert [r["node"] for r in out["nodes"]] == ["n3", "n4"]
+    assert any(r.startswith("left out n1: pair test pairs-1: best pair 76 GB/s busbw") for r in out["reasons"]), out["reasons"]
+    assert any(r.startswith("warning: --node n1 is one placement avoids") for r in wirewise_json(*on_n1, env=shipped)["reasons"])
+    every = ("place", "--gpus", "32", "--across-nodes", "--db", db_url)
+    assert wirewise(*every, env=shipped).returncode == 2  # three nodes left to place on
+    for sites in ({**shipped, "WIREWISE_RULES": str(lenient)}, {"WIREWISE_RULES": None, "WIREWISE_SITE_CONFIG": str(site)}):
+        out = wirewise_json(*across, env=sites)
+        assert not [r for r in out["reasons"] if r.startswith("left out")], out["reasons"]
+        assert sorted(r["node"] for r in wirewise_json(*every, env=sites)["nodes"]) == ["n1", "n2", "n3", "n4"]
+        assert not [r for r in wirewise_json(*on_n1, env=sites)["reasons"] if r.startswith("warning")]
+    lenient.write_text("rules:\n  pair-below-fleet:\n    tolerance: 2\n")
+    proc = wirewise(*across, env={**shipped, "WIREWISE_RULES": str(lenient)})
+    assert proc.returncode == 2 and proc.stderr.startswith(f"wirewise: error: {lenient}: rules.pair-below-fleet.tolerance")
+    assert len(proc.stderr.splitlines()) == 1
+
+
 def test_place_keeps_off_what_an_open_finding_names(db_url: str) -> None:
     """Open findings of the health rules (stored as `doctor`, a health check or `fleet pairs`
     store them): n1's pair-test finding (the node as a whole) keeps `place --across-nodes` off

@@ -34,6 +34,26 @@ def test_a_rules_file_changes_the_verdict(report_db, tmp_path):
     assert (code, found["verdicts"]) == (3, {"h100-a": "not judged"})
 
 
+def test_the_report_judges_by_the_sites_rules(report_db, tmp_path):
+    """`wirewise report`'s "What doctor flags" is doctor on the history by the site's rules (the
+    setting rules, as `doctor` reads it), not the shipped ones: h100-a's -25% is flagged by the
+    shipped 5% drop, not under a site's 30%; with a rules file it cannot read the report is still
+    written, without doctor's section (doctor cannot judge)."""
+    import_log(tmp_path, report_db, "h100-a", 0.5)
+    lenient = tmp_path / "lenient.yaml"
+    lenient.write_text("rules:\n  busbw-below-baseline:\n    max_drop: 0.3\n")
+
+    def doctor_says(rules: str | None) -> str:
+        written = wirewise_json("report", "--out", str(tmp_path / "out"), "--node", "h100-a", "--db", report_db,
+                                env={"WIREWISE_RULES": rules})
+        return " ".join(" ".join(s["sentences"]) for s in written["summary"] if s["title"] == "What doctor flags")
+
+    assert doctor_says(None).startswith("doctor flags 1 finding on 1 node (h100-a): h100-a: busbw-below-baseline:")
+    assert doctor_says(str(lenient)).startswith("doctor flags nothing on 1 node (h100-a)")
+    lenient.write_text("rules:\n  busbw-below-baseline:\n    max_drop: 3\n")
+    assert doctor_says(str(lenient)) == ""
+
+
 def test_a_bad_rules_file_is_one_line_naming_the_field(report_db, tmp_path):
     cases = {
         "rules: {busbw-below-baseline: {max_drop: 1.5}}": "rules.busbw-below-baseline.max_drop: Input should be less than 1",
