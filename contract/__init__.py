@@ -6,7 +6,7 @@ other's internals; what they share lives here, torch-free:
 
 - `wirewise.task`: the task spec a compute node runs, with its deterministic task key;
 - `wirewise.workloads`: the workload registry and each workload's parameter model and rules;
-- `wirewise.record`: the result record and its statuses;
+- `wirewise.record`: the result record, its statuses and the `extra` keys both sides read (`Extra`);
 - `wirewise.topology`: the wiring model and the pure code to parse, classify and fingerprint it;
 - `wirewise.models`: the model registry (configs, no weights);
 - `wirewise.ranges`: range lists such as `0-3,8` (GPU indices, counts, CPU lists), bounded;

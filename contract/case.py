@@ -311,7 +311,7 @@ NOT_CASE: dict[str, str] = {
                          "the transport asked for (a fallback off NVLink is a finding, transport-off-nvlink)",
     "status": "the outcome: every reader keeps each status apart beside the case", "error": "the outcome's words",
     "workload": "the case's kind (each workload has its own fields)",
-    "params": "the task's parameters: each one is below", "extra": "what a workload adds beyond the contract",
+    "params": "the task's parameters: each one is below", "extra": "what a record says beyond its columns (wirewise.record.Extra)",
     "count": "elements: bytes / element size of dtype", "wrong": "an outcome (-c)",
     # the measured figures
     "time_us": "a figure", "algbw_gbs": "a figure", "busbw_gbs": "a figure", "step_time_s": "a figure",

@@ -4,6 +4,13 @@ Workloads on compute nodes write these as JSON lines; `ingest` stores them. The
 fields are flat and map one to one onto the `results` table, so a record is the
 row and nothing is stored twice. Collective fields are empty on training rows
 and the other way round.
+
+`extra` holds what a record says beyond its columns, under two kinds of key: those one side
+writes and the other reads (the compute side's figures that reports, advice and health read),
+each declared in Extra with what it holds, and keys private to the side that writes them (kept
+with the record and shown as they are, read by no code of the other side: a training run's
+`step_times_s`, the importer's `identified_by`). tests/test_architecture.py finds a key read
+across the seam that Extra does not declare.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import math
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -44,6 +51,36 @@ PER_RANK = ("peak_mem_bytes", "model_state_bytes", "gpus")
 # kept beside it in extra under its own names (mfu_measured_peak, measured_peak_tflops).
 MFU_BASIS = "datasheet"
 MEASURED_PEAK_ENV = PEAK_TFLOPS.name
+
+
+class Extra(TypedDict, total=False):
+    """The keys of a record's `extra` that both sides read (the module's docstring says why)."""
+
+    # how it ran, every workload
+    backend: str  # the torch.distributed backend: nccl or gloo
+    device: str  # what the ranks ran on: cuda, or cpu (a CPU run holds no GPUs: gpu_count 0)
+    # collectives, as nccl-tests names them
+    redop: str | None  # the reduction of a reducing op (sum, prod, max, min, avg)
+    root: int | None  # the root rank of a rooted op (broadcast, reduce)
+    avg_busbw_gbs: float  # the sweep's "Avg bus bandwidth", on the last row of each op
+    timer: str  # what took the time: cuda-events, cuda-graph, or perf-counter on CPU ranks
+    # training
+    precision: str  # what it ran as: fp32, bf16-mixed or bf16 ("auto" resolved)
+    n_params: int  # the model's parameters, counted before any wrapping (the MFU's N)
+    device_name: str | None  # rank 0's GPU model, as NVML names it
+    param_bytes: list[int]  # per rank: parameters held
+    grad_bytes: list[int]  # per rank: gradients held
+    optimizer_bytes: list[int]  # per rank: optimizer state held
+    losses: list[float]  # every step's loss, in order
+    # MFU: `mfu` is on the datasheet's peak (MFU_BASIS); a measured peak gives a second one beside it
+    mfu_basis: str  # MFU_BASIS
+    peak_tflops: float | None  # the datasheet's dense bf16 TFLOP/s per GPU that `mfu` is against
+    peak_source: str | None  # where that peak comes from
+    mfu_with_attention: float | None  # MFU with the attention FLOPs counted
+    mfu_measured_peak: float  # MFU against MEASURED_PEAK_ENV's peak, where it was set
+    measured_peak_tflops: float  # that peak
+    measured_peak_source: str  # where it was read
+    mfu_datasheet: float | None  # records before MFU_BASIS: the datasheet's MFU (mfu_on_datasheet moves it)
 
 
 def figure_problem(name: str, value: Any) -> str | None:
@@ -128,7 +165,7 @@ class ResultRecord(BaseModel):
     peak_mem_bytes: list[int] | None = None  # per rank
     model_state_bytes: list[int] | None = None  # per rank
     mfu: float | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)  # anything a workload adds beyond the contract
+    extra: dict[str, Any] = Field(default_factory=dict)  # Extra's keys, and keys private to the side that wrote them
 
     @model_validator(mode="after")
     def _mfu_on_its_basis(self) -> ResultRecord:

@@ -519,6 +519,79 @@ def test_an_executor_named_by_its_text_is_found() -> None:
     assert executors_named_by_text({Path("planted.py"): planted}) == [f"planted.py:{n}" for n in (1, 2, 3, 4, 6)]
 
 
+def _holds_extra(node) -> bool:
+    """An expression that is a record's `extra`: `extra`, `x.extra`, `x["extra"]`,
+    `x.get("extra")`, `_extra(x)`, or `extra or {}`."""
+    if isinstance(node, ast.BoolOp):
+        return any(_holds_extra(value) for value in node.values)
+    if isinstance(node, ast.Call):
+        name = getattr(node.func, "attr", getattr(node.func, "id", None))
+        return name == "_extra" or name == "get" and bool(node.args) and _constant(node.args[0]) == "extra"
+    return (isinstance(node, ast.Name) and node.id == "extra" or isinstance(node, ast.Attribute) and node.attr == "extra"
+            or isinstance(node, ast.Subscript) and _constant(node.slice) == "extra")
+
+
+def _constant(node) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def extra_keys_read(tree: ast.AST) -> list[tuple[str, int]]:
+    """(key, line) of each key read from a record's `extra`: `.get("key")`, `["key"]`, `"key" in`,
+    and SQL's json_text("extra", "key")."""
+    found = []
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            if node.func.attr == "get" and _holds_extra(node.func.value):
+                key = _constant(node.args[0])
+            elif node.func.attr == "json_text" and _constant(node.args[0]) == "extra" and len(node.args) > 1:
+                key = _constant(node.args[1])
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _holds_extra(node.value):
+            key = _constant(node.slice)
+        elif isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops) \
+                and any(_holds_extra(side) for side in node.comparators):
+            key = _constant(node.left)
+        if key:
+            found.append((key, node.lineno))
+    return found
+
+
+def undeclared_extra_reads(readers: dict[str, str], writers: dict[str, str]) -> list[str]:
+    """'file:line key' for each key of `extra` the readers' source reads that the writers' source
+    names (a string or a keyword anywhere in it: the other side may write it) and
+    wirewise.record.Extra does not declare. A key only the reader's side names is its own."""
+    from wirewise.record import Extra
+
+    named = {n.value if isinstance(n, ast.Constant) else n.arg for text in writers.values() for n in ast.walk(ast.parse(text))
+             if isinstance(n, ast.keyword) or _constant(n)}
+    return [f"{path}:{line} {key}" for path, text in sorted(readers.items())
+            for key, line in sorted(extra_keys_read(ast.parse(text)))
+            if key in named and key not in Extra.__optional_keys__]
+
+
+def test_every_extra_key_read_across_the_seam_is_declared() -> None:
+    """The control plane (and the contract's own readers) read of a record's `extra` only keys
+    wirewise.record.Extra declares, where the compute side may write them; and the other way."""
+    def source(*folders: str) -> dict[str, str]:
+        return {str(path.relative_to(ROOT)): text for path, text in _source_of(*folders).items()}
+
+    control, compute = source("contract", "orchestrator"), source("jobs")
+    assert undeclared_extra_reads(control, compute) == []
+    assert undeclared_extra_reads(compute, control) == []
+
+
+def test_an_undeclared_extra_key_read_across_the_seam_is_found() -> None:
+    compute = "def row(run):\n    return {'extra': {'strategy_impl': run.name, 'precision': run.precision}}\n"
+    control = (
+        "def shown(record, row, d):\n"
+        "    extra = record.extra or {}\n"
+        "    return (extra.get('strategy_impl'), record.extra['precision'], (row.get('extra') or {}).get('strategy_impl'),\n"  # 3
+        "            'strategy_impl' in extra, _extra(row)['identified_by'], d.json_text('extra', 'strategy_impl'))\n"  # 4
+    )
+    assert undeclared_extra_reads({"planted.py": control}, {"jobs.py": compute}) == [
+        "planted.py:3 strategy_impl", "planted.py:3 strategy_impl", "planted.py:4 strategy_impl", "planted.py:4 strategy_impl"]
+
+
 # The orchestrator's folders in the order they build on each other (README, "How it works"):
 # a folder imports only folders of an earlier stage.
 STAGES = (

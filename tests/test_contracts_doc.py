@@ -72,6 +72,16 @@ def test_result_record_fields_are_the_models():
     assert sorted(_table_names(_section("Result record"))) == sorted(ResultRecord.model_fields)
 
 
+def test_the_declared_extra_keys_are_the_contracts():
+    """The result record's `extra` row lists, as declared, exactly wirewise.record.Extra's keys."""
+    from wirewise.record import Extra
+
+    row = next(line for line in _section("Result record").splitlines() if line.startswith("| `extra`"))
+    declared = row.split("Declared", 1)[1].split("Private", 1)[0]
+    listed = set(re.findall(r"`([a-z_]+)`", declared)) - {"nccl", "gloo", "cuda", "cpu", "gpu_count", "doctor"}
+    assert listed == set(Extra.__optional_keys__)
+
+
 def test_json_rows_and_import_summary_keys():
     from wirewise.orchestrator.record.nccl_tests import read_log_file
     from wirewise.orchestrator.report.collectives import json_row
