@@ -181,23 +181,22 @@ def job_record(
 
 
 def accelerate_engine() -> dict[str, Any]:
-    """What accelerate built in this process (distributed type, ZeRO stage, backend, precision),
-    {} where it built nothing. Read from its shared state, never imported here for the asking."""
+    """What an accelerate Accelerator built in this process (distributed type, ZeRO stage,
+    backend, precision), {} where none was made (a custom loop, PartialState alone). Read through
+    accelerate's public state (accelerate.state.is_initialized), never imported here for the
+    asking; PartialState() and AcceleratorState() then read the state the Accelerator made."""
     if "accelerate" not in sys.modules:
         return {}
-    from accelerate.state import AcceleratorState, PartialState
+    from accelerate.state import AcceleratorState, PartialState, is_initialized
 
-    if not PartialState._shared_state:
+    if not is_initialized():
         return {}
-    state = PartialState()
+    state, full = PartialState(), AcceleratorState()
     found = {"distributed_type": str(state.distributed_type), "backend": state.backend,
-             "num_processes": state.num_processes}
-    if AcceleratorState._shared_state:
-        full = AcceleratorState()
-        found["mixed_precision"] = str(full.mixed_precision)
-        plugin = getattr(full, "deepspeed_plugin", None)
-        if plugin is not None:
-            found["zero_stage"] = plugin.zero_stage
+             "num_processes": state.num_processes, "mixed_precision": str(full.mixed_precision)}
+    plugin = getattr(full, "deepspeed_plugin", None)
+    if plugin is not None:
+        found["zero_stage"] = plugin.zero_stage
     return found
 
 

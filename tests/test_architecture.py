@@ -592,6 +592,83 @@ def test_an_undeclared_extra_key_read_across_the_seam_is_found() -> None:
         "planted.py:3 strategy_impl", "planted.py:3 strategy_impl", "planted.py:4 strategy_impl", "planted.py:4 strategy_impl"]
 
 
+# The private names of dependencies the code uses, each because the dependency has no public one.
+PRIVATE_BUT_NEEDED = {
+    # a callback at the end of autograd's backward, before the reducers DDP, FSDP and DeepSpeed
+    # queue there: torch has no public hook for it (those libraries use this one)
+    "jobs/train/loop.py: torch.autograd.Variable._execution_engine",
+    # typer 0.28 vendors click as typer._click and names its UsageError and NoArgsIsHelpError
+    # nowhere else; older typers use click's (cli/main.py reads either)
+    "orchestrator/cli/main.py: typer._click.exceptions",
+    # the completion script and classes: typer's own `--install-completion` code, not exported
+    "orchestrator/cli/completion.py: typer._completion_shared.get_completion_script",
+    "orchestrator/cli/completion.py: typer._completion_classes.completion_init",
+}
+
+
+def private_names_of_dependencies(files: dict[str, str]) -> list[str]:
+    """'file: name' for each private name (one leading underscore) of a third-party package the
+    source imports or reads: `from submitit.slurm.slurm import _parse_node_list`, `from typer._click
+    import ...`, `PartialState._shared_state` where PartialState came from accelerate."""
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    found = set()
+    for path, text in files.items():
+        tree = ast.parse(text)
+        bound: dict[str, str] = {}  # a name in this file -> the third-party name it is
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported = [(alias.asname or alias.name, f"{node.module}.{alias.name}") for alias in node.names]
+            elif isinstance(node, ast.Import):  # `import a.b` binds a; `import a.b as c` binds c to a.b
+                imported = [(alias.asname or alias.name.partition(".")[0], alias.name) for alias in node.names]
+            else:
+                continue
+            for local, name in imported:
+                if _third_party(name):
+                    bound[local] = local if name.startswith(f"{local}.") else name
+                    if any(private(part) for part in name.split(".")):
+                        found.add(f"{path}: {name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and private(node.attr):
+                chain = [node.attr]
+                base = node.value
+                while isinstance(base, ast.Attribute):
+                    chain.insert(0, base.attr)
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in bound:
+                    found.add(f"{path}: {'.'.join([bound[base.id], *chain])}")
+    return sorted(found)
+
+
+def _third_party(name: str) -> bool:
+    top = name.partition(".")[0]
+    return top != "wirewise" and top not in sys.stdlib_module_names
+
+
+def test_no_private_api_of_a_dependency() -> None:
+    """A private name may change in any release of its package: the code uses public ones, but for
+    PRIVATE_BUT_NEEDED, each with the reason no public one does the job."""
+    files = {str(path.relative_to(ROOT)): text for path, text in _source_of("contract", "orchestrator", "jobs", "db").items()}
+    assert set(private_names_of_dependencies(files)) == PRIVATE_BUT_NEEDED
+
+
+def test_a_private_api_of_a_dependency_is_found() -> None:
+    planted = (
+        "import sys, torch.autograd as ag\n"
+        "from submitit.slurm.slurm import SlurmParseException, _parse_node_list\n"
+        "from typer._click import exceptions\n"
+        "def engine():\n"
+        "    from accelerate.state import PartialState, is_initialized\n"
+        "    import accelerate._private\n"
+        "    return PartialState._shared_state, ag._functions, sys._getframe(), is_initialized(), PartialState.__dict__\n"
+    )
+    assert private_names_of_dependencies({"planted.py": planted}) == [
+        "planted.py: accelerate._private", "planted.py: accelerate.state.PartialState._shared_state",
+        "planted.py: submitit.slurm.slurm._parse_node_list", "planted.py: torch.autograd._functions",
+        "planted.py: typer._click.exceptions"]
+
+
 # The orchestrator's folders in the order they build on each other (README, "How it works"):
 # a folder imports only folders of an earlier stage.
 STAGES = (
