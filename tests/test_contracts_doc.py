@@ -224,3 +224,11 @@ def test_the_readme_command_table_has_every_command():
         return [leaf for name, sub in command.commands.items() for leaf in leaves(sub, (*path, name))]
 
     assert sorted(set(leaves(cli())) - said) == []
+
+
+def test_launch_dry_run_json_keys_are_the_advice_and_the_start(tmp_path):
+    """`wirewise launch --dry-run --json` on two CPU ranks prints the keys contracts.md lists."""
+    shown = json.loads(wirewise("launch", "--model", "tiny-mistral", "--cpu", "--gpus", "2", "--dry-run", "--json", "--db",
+                                f"sqlite:///{tmp_path / 'wirewise.db'}", "--", str(ROOT / "docs" / "examples" / "finetune.py"),
+                                check=True).stdout)
+    assert sorted(_listed_keys("`wirewise launch --dry-run --json`")) == sorted(shown)
