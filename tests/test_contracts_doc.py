@@ -152,6 +152,19 @@ def test_the_rules_table_is_the_shipped_rules_file():
     assert missing == []
 
 
+def test_the_rules_files_bounds_are_the_validators():
+    """The bounds fleet.md gives a rules file's values are those its validation holds them to."""
+    from wirewise.limits import MAX_REPEATS
+    from wirewise.orchestrator.health.rules import MAX_SIGMAS, PROLOG_MAX_BYTES, PROLOG_MAX_ITERS, PROLOG_TIME_S
+
+    said = re.search(r"`repeats` at most ([\d,]+), `sigmas` at most ([\d,]+), the prolog's `iters` and `warmup` at most "
+                     r"([\d,]+), its sizes at most (\d+) GiB, its `time_limit_s` from (\d+) to (\d+) s",
+                     " ".join(_section("Rules", FLEET).split()))
+    assert said, "docs/fleet.md no longer states the bounds as this test reads them"
+    repeats, sigmas, iters, gib, *time_limit = (int(number.replace(",", "")) for number in said.groups())
+    assert [repeats, sigmas, iters, gib << 30, *time_limit] == [MAX_REPEATS, MAX_SIGMAS, PROLOG_MAX_ITERS, PROLOG_MAX_BYTES, *PROLOG_TIME_S]
+
+
 def test_doctors_table_names_the_rules_doctor_judges():
     from wirewise.orchestrator.health.findings import LIVE_RULES
     from wirewise.orchestrator.health.judge import HISTORY_RULES
