@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wirewise.orchestrator.campaign.folder import CampaignFolder
+
 from tests.conftest import FIXTURES, WIREWISE, wirewise, wirewise_json
 
 NVL_QUADS = FIXTURES / "topo" / "synthetic-h200-nvl-8gpu-two-quads-named.txt"
@@ -123,6 +125,7 @@ def test_a_task_folder_deleted_after_it_finished_keeps_its_status(campaign):
     assert wirewise_json("campaign", "status", "trust-c", "--db", db)["counts"] == {"ok": 2}
     # a task to retry whose spec.json is gone is said before an attempt is counted
     (folder / "tasks" / failed / "outcome.json").write_text(json.dumps({"status": "failed", "attempt": 1}))
+    CampaignFolder(folder).name_outcome(failed, "failed", 1)  # as a finished run names it, after its outcome.json
     (folder / "tasks" / failed / "spec.json").unlink()
     one_line_exit_2(wirewise("campaign", "resume", "trust-c", "--db", db, timeout=QUICK), "has lost the spec.json of 1 task(s)")
     assert {attempts for (attempts,) in db_rows(db, "SELECT attempts FROM tasks")} == {1}
