@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wirewise.clock import utcnow
 from wirewise.dtypes import NCCL_TESTS_TYPES
 from wirewise.errors import UserError
 from wirewise.jobenv import visible_indices
@@ -121,7 +122,7 @@ def read_sections(sections: list[Section], file_name: str, given: Given, topolog
     if not sections:
         raise UserError(f"{file_name}: no nccl-tests result rows found (is this the stdout of an *_perf run?)")
     given.check_lines(sections, file_name)
-    when = logged_at or datetime.now(timezone.utc)
+    when = logged_at or utcnow()
     results = []
     for index, section in enumerate(sections):
         try:
