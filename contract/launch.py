@@ -10,7 +10,6 @@ launch file; the recorder then says what it can see for itself.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -19,10 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from wirewise import settings
 
-LAUNCH_DIR_ENV = settings.LAUNCH_DIR.name
 LAUNCH_FILE = "launch.json"
-STRATEGY_ENV = settings.STRATEGY.name  # the strategy a job was given (`wirewise run` exports it too)
-DB_ENV = settings.DB.name
 
 
 class LaunchFile(BaseModel):
@@ -57,7 +53,7 @@ class LaunchFile(BaseModel):
 
 def launch_dir(env: Mapping[str, str] | None = None) -> Path | None:
     """The run folder of the launch this process belongs to; None outside `wirewise launch`."""
-    value = (os.environ if env is None else env).get(LAUNCH_DIR_ENV)
+    value = settings.LAUNCH_DIR.get(env)
     return Path(value) if value else None
 
 

@@ -47,10 +47,9 @@ PER_RANK = ("peak_mem_bytes", "model_state_bytes", "gpus")
 
 # A record's `mfu` has one basis, so that every reader that pools MFU pools like with like: the
 # GPU's datasheet dense bf16 peak (wirewise.topology.hardware), what every GPU has and no run
-# changes. A measured peak (MEASURED_PEAK_ENV, e.g. a bf16 matmul's TFLOP/s) gives a second MFU,
+# changes. A measured peak (PEAK_TFLOPS, e.g. a bf16 matmul's TFLOP/s) gives a second MFU,
 # kept beside it in extra under its own names (mfu_measured_peak, measured_peak_tflops).
 MFU_BASIS = "datasheet"
-MEASURED_PEAK_ENV = PEAK_TFLOPS.name
 
 
 class Extra(TypedDict, total=False):
@@ -181,13 +180,13 @@ class ResultRecord(BaseModel):
 
 def mfu_on_datasheet(mfu: float | None, extra: dict[str, Any]) -> tuple[float | None, dict[str, Any]]:
     """A training record's (mfu, extra) on the one basis (MFU_BASIS). Records written before the
-    basis was recorded took `mfu` against MEASURED_PEAK_ENV where it was set (their
+    basis was recorded took `mfu` against PEAK_TFLOPS where it was set (their
     extra.peak_source names it) and the datasheet's in extra.mfu_datasheet: the measured-peak
     figures move to their own names and the datasheet's become mfu and peak_tflops. Every other
     record is returned as it is. The store's migration 0011 applies this to the rows stored."""
     from wirewise.topology.hardware import datasheet_peak
 
-    if "mfu_basis" in extra or not str(extra.get("peak_source") or "").startswith(MEASURED_PEAK_ENV):
+    if "mfu_basis" in extra or not str(extra.get("peak_source") or "").startswith(PEAK_TFLOPS.name):
         return mfu, extra
     moved = {key: value for key, value in extra.items() if key != "mfu_datasheet"}
     datasheet = extra.get("mfu_datasheet")

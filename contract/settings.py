@@ -13,7 +13,7 @@ The files are TOML (tomllib, Python 3.11) with the keys of SETTINGS at the top l
 a file is relative to that file's folder. A file wirewise cannot use is one line naming the
 file and the key, exit 2. ENVIRONMENT is the one table of variables: docs/configuration.md is
 generated from it (tests/cli/test_config.py holds the two together), and no other module names
-a WIREWISE_ variable (tests/cli/test_config.py too).
+a WIREWISE_ variable or reads one but through Variable.get (tests/cli/test_config.py too).
 
 Torch-free and cheap (tomllib and pathlib): the compute side asks it for the run folder, and
 `wirewise --help` never imports it.
@@ -22,6 +22,7 @@ Torch-free and cheap (tomllib and pathlib): the compute side asks it for the run
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,10 @@ class Variable:
     name: str
     doc: str
 
-    def get(self) -> str | None:
-        """Its value here; an empty value counts as unset, as a shell's `VAR=` is meant."""
-        return os.environ.get(self.name) or None
+    def get(self, env: Mapping[str, str] | None = None) -> str | None:
+        """Its value in `env` (default: this process's environment); an empty value counts as
+        unset, as a shell's `VAR=` is meant. Every module reads a variable through here."""
+        return (os.environ if env is None else env).get(self.name) or None
 
 
 SITE_CONFIG = Variable("WIREWISE_SITE_CONFIG", "The site's configuration file, instead of /etc/wirewise/config.toml.")

@@ -46,10 +46,10 @@ from typing import Any
 from wirewise.clock import utcnow
 from wirewise.collect import collect
 from wirewise.configs import RAN_AS
-from wirewise.launch import STRATEGY_ENV, LaunchFile, launch_dir, read_launch
+from wirewise.launch import LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
 from wirewise.runs import RESULT_FILE, run_dir_name
-from wirewise.settings import setting
+from wirewise.settings import STRATEGY, setting
 
 DEFAULT_WARMUP_STEPS = 2
 # At the end of a job a busy database is waited on 60 s at most, not collect's default 600 (the
@@ -139,7 +139,7 @@ def job_record(
     samples = _summed([r.samples_per_step for r in ranks])
     device = "cuda" if all(r.device == "cuda" for r in ranks) else "cpu"
     topo = _topology(launch, device)
-    launched = launch.strategy if launch else os.environ.get(STRATEGY_ENV)
+    launched = launch.strategy if launch else STRATEGY.get()
     ran = ran or {}
     name, strategy_note = _strategy(strategy or launched, ran)
     where, where_notes = _where(ranks, device, topo)

@@ -14,7 +14,8 @@ Revises: 0010
 from alembic import op
 import sqlalchemy as sa
 
-from wirewise.record import MEASURED_PEAK_ENV, mfu_on_datasheet
+from wirewise.record import mfu_on_datasheet
+from wirewise.settings import PEAK_TFLOPS
 
 
 revision = '0011'
@@ -30,7 +31,7 @@ def upgrade() -> None:
     connection = op.get_bind()
     taken = sa.select(RESULTS.c.id, RESULTS.c.mfu, RESULTS.c.extra).where(
         RESULTS.c.workload == 'train', RESULTS.c.mfu.is_not(None),
-        sa.cast(RESULTS.c.extra, sa.Text).like(f'%{MEASURED_PEAK_ENV}%'))
+        sa.cast(RESULTS.c.extra, sa.Text).like(f'%{PEAK_TFLOPS.name}%'))
     rows = []
     for row_id, mfu, extra in connection.execute(taken):
         new_mfu, new_extra = mfu_on_datasheet(mfu, extra)

@@ -13,9 +13,8 @@ bf16 matmul peak, say) gives a second MFU beside it in extra (mfu_measured_peak)
 
 from __future__ import annotations
 
-import os
 
-from wirewise.record import MEASURED_PEAK_ENV
+from wirewise.settings import PEAK_TFLOPS
 from wirewise.topology.hardware import datasheet_peak
 
 
@@ -26,11 +25,11 @@ def datasheet_flops(device_name: str | None) -> tuple[float | None, str]:
 
 
 def measured_flops() -> tuple[float | None, str | None]:
-    """(the measured peak FLOP/s per GPU MEASURED_PEAK_ENV gives, its setting); (None, None) unset."""
-    given = os.environ.get(MEASURED_PEAK_ENV)
+    """(the measured peak FLOP/s per GPU WIREWISE_PEAK_TFLOPS gives, its setting); (None, None) unset."""
+    given = PEAK_TFLOPS.get()
     if not given:
         return None, None
-    return float(given) * 1e12, f"{MEASURED_PEAK_ENV}={given}"
+    return float(given) * 1e12, f"{PEAK_TFLOPS.name}={given}"
 
 
 def train_flops_per_token(n_params: int, n_layers: int, hidden: int, context: int) -> tuple[float, float]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from wirewise import registry
 from wirewise.errors import UserError
-from wirewise.launch import STRATEGY_ENV
+from wirewise.settings import STRATEGY
 from wirewise.orchestrator.launch.allocation import Allocation, read_allocation
 
 AUTO = "auto"
@@ -240,8 +240,8 @@ def _named_strategy(strategy: str | None, env: Mapping[str, str], option: str) -
     """(the strategy named, who named it), or None for the advice. Not given at all (None), the
     strategy the job was given (WIREWISE_STRATEGY) is the one named; "auto" asks afresh."""
     who = option
-    if strategy is None and env.get(STRATEGY_ENV):
-        strategy, who = env[STRATEGY_ENV], f"{STRATEGY_ENV} (the strategy this job was given)"
+    if strategy is None and STRATEGY.get(env):
+        strategy, who = STRATEGY.get(env), f"{STRATEGY.name} (the strategy this job was given)"
     if strategy in (None, AUTO):
         return None
     if strategy not in registry.STRATEGIES:

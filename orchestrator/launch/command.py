@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from wirewise.errors import UserError
-from wirewise.launch import DB_ENV, LAUNCH_DIR_ENV, LAUNCH_FILE, STRATEGY_ENV, LaunchFile
+from wirewise.launch import LAUNCH_FILE, LaunchFile
+from wirewise.settings import DB, LAUNCH_DIR, STRATEGY
 from wirewise.orchestrator.launch.advice import CONFIG_FILE, Advice
 from wirewise.orchestrator.store.engine import absolute_url, display_url
 
@@ -52,7 +53,7 @@ class Launch:
     env: dict[str, str]  # added to node 0's environment (every node's, but for its own GPU names)
 
     def to_dict(self) -> dict:
-        shown_env = {**self.env, **({DB_ENV: self.file.db} if DB_ENV in self.env else {})}  # no password
+        shown_env = {**self.env, **({DB.name: self.file.db} if DB.name in self.env else {})}  # no password
         return {**self.advice.to_dict(), "accelerate_config": self.advice.config_in(self.run_dir), "run_dir": str(self.run_dir), "config_file": self.file.accelerate_config_file,
                 "script": self.file.script, "command": self.command, "node_command": self.node_command,
                 "env": shown_env, "db": self.file.db}
@@ -127,9 +128,9 @@ def node_env(file: LaunchFile, run_dir: Path, env: Mapping[str, str], db_url: st
     pass use_cpu on, ACCELERATE_USE_CPU does)."""
     from wirewise.jobenv import read_job_env
 
-    added = {LAUNCH_DIR_ENV: str(run_dir), STRATEGY_ENV: file.strategy}
+    added = {LAUNCH_DIR.name: str(run_dir), STRATEGY.name: file.strategy}
     if db_url:
-        added[DB_ENV] = db_url
+        added[DB.name] = db_url
     if file.device == "cuda":
         added["CUDA_VISIBLE_DEVICES"] = read_job_env(env).visible_devices(file.gpus)
         added["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # nvidia-smi's numbering, which the indices are in

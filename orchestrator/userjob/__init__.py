@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from wirewise.errors import UserError
-from wirewise.launch import STRATEGY_ENV
 from wirewise.orchestrator.executor import SLURM
+from wirewise.settings import STRATEGY
 from wirewise.orchestrator.userjob.command import RUN_LABELS, CommandInJob, RunRequest
 
 START_POLL_S = 0.5
@@ -154,7 +154,7 @@ def submit_command(request: RunRequest, topo, placement: dict, strategy: str | N
     """Submit (kept off `avoid`), (shared) read back the GPUs Slurm gave and predict them from
     `history` (the History the placement was made with), record. Returns the `run --json`
     object."""
-    env = {STRATEGY_ENV: strategy} if strategy else {}
+    env = {STRATEGY.name: strategy} if strategy else {}
     pin = placement["gpus"] if request.whole_node else None
     result = {
         "job_id": _submit(request, job_request(request, topo, ",".join(avoid or {}) or None), env, pin),

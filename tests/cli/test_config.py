@@ -5,6 +5,7 @@ processes on real files; the suite's XDG folders and site file are its own (test
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -226,10 +227,54 @@ def test_no_module_names_a_variable_outside_the_table():
     module of the package spells one. (That the docs name only declared ones, or the test
     services' own, is tests/test_references.py's.)"""
     pattern = re.compile(r"[\"']WIREWISE_[A-Z_]+[\"']")
-    spelled = [f"{path.relative_to(ROOT)}: {match}" for folder in ("contract", "orchestrator", "jobs", "db")
-               for path in (ROOT / folder).rglob("*.py") if path.name != "settings.py"
-               for match in pattern.findall(path.read_text())]
+    spelled = [f"{path.relative_to(ROOT)}: {match}" for path in _product_modules() for match in pattern.findall(path.read_text())]
     assert spelled == []
+
+
+def _product_modules():
+    return [path for folder in ("contract", "orchestrator", "jobs", "db") for path in (ROOT / folder).rglob("*.py")
+            if path.name != "settings.py"]
+
+
+def reads_around_the_declaration(paths) -> list[str]:
+    """Where a module reads a declared variable itself (os.environ.get(X.name), env[X.name],
+    os.getenv(X.name)) or gives one a second name (X_ENV = X.name)."""
+    declared = {name for name, value in vars(settings).items() if isinstance(value, settings.Variable)}
+
+    def names_a_variable(node) -> bool:
+        if not (isinstance(node, ast.Attribute) and node.attr == "name"):
+            return False
+        owner = node.value
+        return (isinstance(owner, ast.Name) and owner.id in declared) or (
+            isinstance(owner, ast.Attribute) and owner.attr in declared and isinstance(owner.value, ast.Name)
+            and owner.value.id == "settings")
+
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "getenv", "pop"):
+                keys = node.args[:1]
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                keys = [node.slice]
+            elif isinstance(node, ast.Assign):
+                keys = [node.value]  # an alias
+            else:
+                continue
+            found += [f"{path}:{node.lineno}" for key in keys if names_a_variable(key)]
+    return found
+
+
+def test_every_variable_is_read_through_its_declaration(tmp_path):
+    """No module but wirewise.settings reads a declared variable around Variable.get (the one
+    read: an empty value is unset everywhere) or names one but as X.name; the check sees each
+    way of doing it (planted)."""
+    assert reads_around_the_declaration(_product_modules()) == []
+    planted = ["import os\nfrom wirewise.settings import DB\nurl = os.environ.get(DB.name)\n",
+               "import os\nfrom wirewise import settings\nurl = os.environ[settings.DB.name]\n",
+               "from wirewise.settings import STRATEGY\nSTRATEGY_ENV = STRATEGY.name\n"]
+    for i, text in enumerate(planted):
+        (tmp_path / f"planted{i}.py").write_text(text)
+    assert len(reads_around_the_declaration(sorted(tmp_path.glob("planted*.py")))) == len(planted)
 
 
 def test_help_does_not_read_the_settings(tmp_path, user):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from wirewise.jobs.train.flops import datasheet_flops, measured_flops, mfu, train_flops_per_token
-from wirewise.record import MEASURED_PEAK_ENV as PEAK_ENV
 from wirewise.record import ResultRecord
+from wirewise.settings import PEAK_TFLOPS
+
+PEAK_ENV = PEAK_TFLOPS.name
 
 
 @pytest.mark.parametrize(
