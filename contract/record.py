@@ -76,7 +76,7 @@ class Extra(TypedDict, total=False):
     peak_tflops: float | None  # the datasheet's dense bf16 TFLOP/s per GPU that `mfu` is against
     peak_source: str | None  # where that peak comes from
     mfu_with_attention: float | None  # MFU with the attention FLOPs counted
-    mfu_measured_peak: float  # MFU against MEASURED_PEAK_ENV's peak, where it was set
+    mfu_measured_peak: float  # MFU against PEAK_TFLOPS's peak, where it was set
     measured_peak_tflops: float  # that peak
     measured_peak_source: str  # where it was read
     mfu_datasheet: float | None  # records before MFU_BASIS: the datasheet's MFU (mfu_on_datasheet moves it)
