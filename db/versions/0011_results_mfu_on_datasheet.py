@@ -14,8 +14,7 @@ Revises: 0010
 from alembic import op
 import sqlalchemy as sa
 
-from wirewise.record import mfu_on_datasheet
-from wirewise.settings import PEAK_TFLOPS
+from wirewise.record import PEAK_TFLOPS, mfu_on_datasheet  # a migration imports no settings: record holds the variable
 
 
 revision = '0011'
