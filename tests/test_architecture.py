@@ -674,6 +674,7 @@ def test_a_private_api_of_a_dependency_is_found() -> None:
 STAGES = (
     ("store", "slurm"),
     ("executor", "placement", "record"),
+    ("results",),
     ("advise", "run", "report"),
     ("survey",),
     ("campaign",),

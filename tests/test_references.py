@@ -6,7 +6,7 @@ docs/*.md. What reads as a name in the code is looked up from the source, import
 
 - a repository path (`orchestrator/campaign/plan.py`, `tests/slurm/multinode.sh`, `store/topology.py:83`,
   `tests/test_architecture.py::test_only_the_store_writes_sql`, `jobs/train/strategies/`): a file or folder of the
-  repository, whole, from the citing file's folder, or as the tail of a longer path (`report/query.py`);
+  repository, whole, from the citing file's folder, or as the tail of a longer path (`results/filters.py`);
   a cited line is within the file, a cited test is defined in it. Paths that start elsewhere
   (`run/accelerate.yaml`, `FOLDER/spec.yaml`, submitit's `core/core.py`) are what the code
   writes or another project holds, and are not looked up;
@@ -14,11 +14,11 @@ docs/*.md. What reads as a name in the code is looked up from the source, import
   and docs/);
 - in a package's docstring, the list of its parts (lines `- `name`: ...`): each a module of the
   package or a name it defines;
-- a dotted name under `wirewise` (`wirewise.orchestrator.store.results.result_rows`): a module,
+- a dotted name under `wirewise` (`wirewise.orchestrator.store.results.select_rows`): a module,
   then a name defined or imported at module level of it (followed to where it is defined), then a
   class's own attribute; or one of the entry-point groups contract/registry.py names;
 - a backticked `module.name` whose first parts are a module of the repository (`errors.first_error`,
-  `store.results.result_rows`): the same, but after a one-part module (`params.transport`, which may
+  `store.results.select_rows`): the same, but after a one-part module (`params.transport`, which may
   be a field path of a record) the last name need only be one the code uses somewhere;
 - a command line (`wirewise topo save --node N`, in a code span or a fenced block, behind a path,
   `srun` or a prompt; a span that starts with a command's name, `fleet drain --apply`): each
@@ -567,9 +567,9 @@ def test_a_comment_citing_a_missing_name_is_found() -> None:
         '"""\n'
         "# orchestrator/campaign/gone.py and tests/test_architecture.py::test_nothing_here, not\n"
         "# wirewise.orchestrator.campaign.plan or tests/slurm/multinode.sh or `wirewise.topology.Topology`\n"
-        "X = 1  # gone.py, `naming.gone_too` and `wirewise.orchestrator.store.results.result_rows.x`\n"
+        "X = 1  # gone.py, `naming.gone_too` and `wirewise.orchestrator.store.results.select_rows.x`\n"
         "def f():\n"
-        '    """As `placement.history` does, see report/query.py:100000 and `errors.first_error`."""\n'
+        '    """As `placement.history` does, see results/filters.py:100000 and `errors.first_error`."""\n'
     )
     at = "orchestrator/placement/__init__.py"
     assert broken(module, at) == [
@@ -578,9 +578,9 @@ def test_a_comment_citing_a_missing_name_is_found() -> None:
         f"{at}:6: orchestrator/campaign/gone.py",
         f"{at}:6: tests/test_architecture.py::test_nothing_here",
         f"{at}:8: gone.py",
-        f"{at}:8: wirewise.orchestrator.store.results.result_rows.x",
+        f"{at}:8: wirewise.orchestrator.store.results.select_rows.x",
         f"{at}:8: naming.gone_too",
-        f"{at}:10: report/query.py:100000",
+        f"{at}:10: results/filters.py:100000",
     ]
     document = "See `contract/gone.py`, [the plan](docs/gone.md), `wirewise.jobs.launch.run_task` and `plan.py`.\n"
     assert broken(document, "docs/planted.md") == ["docs/planted.md:1: contract/gone.py", "docs/planted.md:1: docs/gone.md"]

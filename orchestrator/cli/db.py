@@ -80,7 +80,7 @@ def prune(
     baselines, findings and the results they rest on, each node's latest check, the audit trail
     of drains and re-tests, campaigns and wirings."""
     from wirewise.orchestrator.health.baseline import BASELINE_RESULTS
-    from wirewise.orchestrator.report.query import parse_since
+    from wirewise.orchestrator.results.filters import parse_since
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.prune import prune as remove
 

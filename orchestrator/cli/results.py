@@ -50,7 +50,7 @@ def results(
 ) -> None:
     """Stored results that match, aggregated over repeats: median, min, max, count and spread."""
     from wirewise.orchestrator.report.aggregate import aggregate, parse_group_by
-    from wirewise.orchestrator.report.query import parse_filters, resolve
+    from wirewise.orchestrator.results.filters import parse_filters, resolve
     from wirewise.errors import UserError
     from wirewise.orchestrator.store import Store
 
@@ -118,7 +118,7 @@ def compare(
     have, judged different or not by a rank-sum test at a 5% false-alarm rate; cases on one side only listed."""
     from wirewise.orchestrator.report.compare import compare as compare_sides
     from wirewise.orchestrator.report.compare import parse_side
-    from wirewise.orchestrator.report.query import parse_filters
+    from wirewise.orchestrator.results.filters import parse_filters
     from wirewise.orchestrator.store import Store
 
     from wirewise.errors import UserError
@@ -167,7 +167,7 @@ def report(
     (busbw by size and by GPU count, the strategy dial per wire) as PNG files, in one
     self-contained HTML page with their tables and wiring."""
     from wirewise.orchestrator.report.page import write_report
-    from wirewise.orchestrator.report.query import parse_filters
+    from wirewise.orchestrator.results.filters import parse_filters
     from wirewise.orchestrator.store import Store
 
     filters = parse_filters(campaigns=campaign, fabric=fabric, fingerprint=fingerprint, node=node, source=source,

@@ -2,7 +2,7 @@
 
     rules.py     the rules file (rules.yaml: the defaults), read and checked
     baseline.py  baselines per fingerprint and case: from the history, to a file and back
-    judge.py     the rules over the history (pure functions of result facts)
+    judge.py     the rules over the history (pure functions of result rows)
     live.py      the rules read on the node through NVML
     findings.py  a finding, and the drain reason it gives
     node.py      what Slurm runs on a node: the health check and the prolog

@@ -42,13 +42,13 @@ METRIC = {"collective": "busbw_gbs", "train": "tokens_per_s"}  # what is judged,
 BASELINE_RESULTS = 2_000
 
 
-def case_of(fact: dict[str, Any]) -> dict[str, Any]:
-    """A fact's case (facts hold the stored case fields)."""
-    return {name: fact[name] for name in CASE_FIELDS[fact["workload"]]}
+def case_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A result row's case (result rows hold the stored case fields)."""
+    return {name: row[name] for name in CASE_FIELDS[row["workload"]]}
 
 
 def case_key(workload: str, case: dict[str, Any]) -> tuple:
-    """(workload, the contract's key of the case): what a baseline and a fact are matched by."""
+    """(workload, the contract's key of the case): what a baseline and a result row are matched by."""
     return (workload, contract_case_key(workload, case))
 
 
@@ -82,7 +82,7 @@ def scaled_mad(values: list[float], median: float | None = None) -> float:
 
 def summarize(fingerprint: str, workload: str, case: dict[str, Any], members: list[dict[str, Any]],
               origin: str = "history") -> Baseline:
-    """The baseline of a case from its results (facts with the case's metric)."""
+    """The baseline of a case from its results (result rows with the case's metric)."""
     metric = METRIC[workload]
     values = [m[metric] for m in members]
     median = statistics.median(values)
@@ -93,15 +93,15 @@ def summarize(fingerprint: str, workload: str, case: dict[str, Any], members: li
                     len({m["node"] for m in members}), dict(sorted(sources.items())), origin)
 
 
-def group_by_case(facts: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+def group_by_case(rows: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
     """ok results with a fingerprint and their metric, by (fingerprint, workload, case...)."""
     cases: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for fact in facts:
-        if fact["status"] != "ok" or not fact["fingerprint"] or fact["workload"] not in METRIC:
+    for row in rows:
+        if row["status"] != "ok" or not row["fingerprint"] or row["workload"] not in METRIC:
             continue
-        if fact[METRIC[fact["workload"]]] is None:
+        if row[METRIC[row["workload"]]] is None:
             continue
-        cases[(fact["fingerprint"], fact["workload"], fact["case_key"])].append(fact)
+        cases[(row["fingerprint"], row["workload"], row["case_key"])].append(row)
     return cases
 
 
@@ -278,7 +278,7 @@ def export_baselines(store, fingerprint: str | None = None, include_cpu: bool = 
     """The `baseline export` document: every case's baseline from the history (of one
     fingerprint, a prefix resolved), and imported ones for cases the history lacks (`notes`
     says which stored ones are left out as not valid)."""
-    from wirewise.orchestrator.report.query import resolve
+    from wirewise.orchestrator.results.filters import resolve
     from wirewise.orchestrator.store.results import Filters
     from wirewise.orchestrator.store.topology import list_topologies
 

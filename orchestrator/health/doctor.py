@@ -25,7 +25,7 @@ from wirewise.orchestrator.health.findings import LIVE_RULES
 from wirewise.orchestrator.health.judge import HISTORY_RULES, judge_history
 from wirewise.orchestrator.health.live import live_findings
 from wirewise.orchestrator.health.rules import Rules, load_rules
-from wirewise.orchestrator.report.query import facts
+from wirewise.orchestrator.results.rows import result_rows
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters
 
@@ -121,8 +121,8 @@ def _nodes(store: Store, node: str | None, live_node: str | None, with_results: 
 def history_of(store: Store, node: str, base: Filters) -> list[dict[str, Any]]:
     """The results the rules read for one node: every result of the wirings it ran on (not the
     whole database)."""
-    wirings = {f["fingerprint"] for f in facts(store, replace(base, node=node)) if f["fingerprint"]}
-    return [f for fingerprint in sorted(wirings) for f in facts(store, replace(base, fingerprint=fingerprint))]
+    wirings = {f["fingerprint"] for f in result_rows(store, replace(base, node=node)) if f["fingerprint"]}
+    return [f for fingerprint in sorted(wirings) for f in result_rows(store, replace(base, fingerprint=fingerprint))]
 
 
 def stored_wiring(store: Store, node: str) -> tuple[str, str] | None:

@@ -1,6 +1,6 @@
 """`doctor` over every node: judge.py's rules, read from the database a case at a time.
 
-Reading every result as a fact held the fleet's history in memory (issue 33: 4.9 GiB for
+Reading every result as a row held the fleet's history in memory (issue 33: 4.9 GiB for
 1,000,000 results; out of a 6 GiB heap at 2,500,000) and scanned it per node. Here each rule
 reads what it compares, in SQL order (wirewise.orchestrator.store.judging):
 
@@ -166,9 +166,9 @@ def _slower_than_peers(store: Store, filters: Filters, campaign: str, nodes: set
 
 def _task_failed(store: Store, filters: Filters, campaign: str, nodes: set[str], rules: Rules, out: _Collected) -> None:
     from wirewise.orchestrator.store.judging import passed_nodes
-    from wirewise.orchestrator.store.results import result_rows
+    from wirewise.orchestrator.store.results import select_rows
 
-    tasks = sorted((row for status in FAILED for row in result_rows(store, replace(filters, campaigns=(campaign,), status=status))
+    tasks = sorted((row for status in FAILED for row in select_rows(store, replace(filters, campaigns=(campaign,), status=status))
                     if row["node"] in nodes), key=itemgetter("node", "id"))
     known: dict[tuple, set[str]] = {}
 

@@ -20,7 +20,7 @@
   whose NCCL connections, as its INFO lines show (transport_carried), went through host memory
   or a network instead (wirewise.nccl_info.off_nvlink).
 
-Everything here is a pure function of facts (wirewise.orchestrator.report.query.facts rows), so
+Everything here is a pure function of result rows (wirewise.orchestrator.results.rows), so
 the benchmark (tests/benchmarks/bench_rules.py) runs the same code on generated histories.
 `runs` tells a result's GPU indices and run parameters (for the measurement that confirms a
 finding); None leaves them out.
@@ -179,9 +179,9 @@ class History:
         self.cases = Cases(history)
         self.by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.by_campaign: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for fact in history:
-            self.by_node[fact["node"]].append(fact)
-            self.by_campaign[fact["campaign"]].append(fact)
+        for row in history:
+            self.by_node[row["node"]].append(row)
+            self.by_campaign[row["campaign"]].append(row)
         self._campaign_cases: dict[str, dict[tuple, dict[str, list[dict[str, Any]]]]] = {}
         self._passed: dict[tuple, list[dict[str, Any]]] = {}
 
@@ -510,20 +510,20 @@ def failed_findings(node: str, campaign: str, tasks: list[dict[str, Any]], passe
 
 
 # -- runs whose NCCL traffic left the NVLink their wiring promises ------------------------------
-def nvlink_promised(fact: dict[str, Any], spans_domain: bool) -> tuple[bool, bool]:
+def nvlink_promised(row: dict[str, Any], spans_domain: bool) -> tuple[bool, bool]:
     """(inside a node, between nodes): where a result's wiring promises NVLink for its traffic.
     Inside: the default transport on GPUs of one NVLink group (geometry packed). Between: the
     default transport on nodes of one multi-node NVLink domain (`spans_domain`)."""
-    default = fact["transport"] == "default" and fact["device"] == "gpu"
-    return (default and fact["geometry"] == "packed",
-            default and (fact["node_count"] or 1) > 1 and spans_domain)
+    default = row["transport"] == "default" and row["device"] == "gpu"
+    return (default and row["geometry"] == "packed",
+            default and (row["node_count"] or 1) > 1 and spans_domain)
 
 
-def off_nvlink_of(fact: dict[str, Any], spans_domain: bool) -> list[str]:
+def off_nvlink_of(row: dict[str, Any], spans_domain: bool) -> list[str]:
     """The transports a result's NCCL connections used off the NVLink its wiring promises."""
     from wirewise.nccl_info import off_nvlink
 
-    return off_nvlink(fact["transport_carried"], fact["node_count"] or 1, *nvlink_promised(fact, spans_domain))
+    return off_nvlink(row["transport_carried"], row["node_count"] or 1, *nvlink_promised(row, spans_domain))
 
 
 def transport_off_nvlink(node: str, mine: list[dict[str, Any]],
@@ -531,34 +531,34 @@ def transport_off_nvlink(node: str, mine: list[dict[str, Any]],
     """The node's findings by the rule (its newest run of each case among its results, `mine`),
     and whether it had a run to judge: one whose transport was read and whose wiring promises NVLink."""
     newest: dict[str, dict[str, Any]] = {}
-    for fact in mine:
-        if fact["status"] == "ok" and fact.get("transport_carried"):
-            if fact["case_key"] not in newest or fact["started_at"] >= newest[fact["case_key"]]["started_at"]:
-                newest[fact["case_key"]] = fact
+    for row in mine:
+        if row["status"] == "ok" and row.get("transport_carried"):
+            if row["case_key"] not in newest or row["started_at"] >= newest[row["case_key"]]["started_at"]:
+                newest[row["case_key"]] = row
     multi = [f["id"] for f in newest.values() if (f["node_count"] or 1) > 1]
     spans = in_one_domain(multi) if in_one_domain and multi else {}
     judged = [f for f in newest.values() if any(nvlink_promised(f, spans.get(f["id"], False)))]
     found = []
-    for fact in judged:
-        off = off_nvlink_of(fact, spans.get(fact["id"], False))
+    for row in judged:
+        off = off_nvlink_of(row, spans.get(row["id"], False))
         if not off:
             continue
-        case = case_of(fact)
-        name = fact["op"] or fact["model"] or fact["workload"]
-        inside, between = nvlink_promised(fact, spans.get(fact["id"], False))
+        case = case_of(row)
+        name = row["op"] or row["model"] or row["workload"]
+        inside, between = nvlink_promised(row, spans.get(row["id"], False))
         promise = " and ".join(filter(None, ["its GPUs share NVLink" if inside else "", "its nodes share an NVLink domain" if between else ""]))
         found.append(Finding(
             node, "transport-off-nvlink",
-            f"{fact['workload']} {_what(fact['workload'], case)}: {promise}, but NCCL connected them via "
-            f"{', '.join(off)} (its INFO lines: {fact['transport_carried']})",
+            f"{row['workload']} {_what(row['workload'], case)}: {promise}, but NCCL connected them via "
+            f"{', '.join(off)} (its INFO lines: {row['transport_carried']})",
             "check what turns NCCL's peer-to-peer off on this node: NCCL_P2P_DISABLE or NCCL_P2P_LEVEL in the job's "
             "environment, a container that shows each rank only its own GPU, CUDA IPC or cuMem failing (ulimit -l, "
             "/dev/shm), nvidia-fabricmanager or the IMEX service down; `wirewise fleet drain` repeats the run first",
             metric=f"{name}.transport", delta="+".join(off),
-            key="|".join(map(str, ("transport-off-nvlink", fact["case_key"]))),
-            reference={"workload": fact["workload"], "result_ids": [fact["id"]]},
-            measurement={"workload": fact["workload"], "case": case, "fingerprint": fact["fingerprint"],
-                         "sizes": [fact["bytes"]] if fact["bytes"] else []},
+            key="|".join(map(str, ("transport-off-nvlink", row["case_key"]))),
+            reference={"workload": row["workload"], "result_ids": [row["id"]]},
+            measurement={"workload": row["workload"], "case": case, "fingerprint": row["fingerprint"],
+                         "sizes": [row["bytes"]] if row["bytes"] else []},
         ))
     return found, bool(judged)
 

@@ -291,10 +291,10 @@ def _cancel(store, runs: list[NodeRun]) -> None:
 
 # -- judging ------------------------------------------------------------------------------------
 def _judge(store, run: NodeRun) -> list[Verdict]:
-    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store.results import Filters
 
-    new = facts(store, Filters(campaigns=(run.campaign,), include_cpu=True)) if run.campaign else []
+    new = result_rows(store, Filters(campaigns=(run.campaign,), include_cpu=True)) if run.campaign else []
     live = json.loads(run.live_file.read_text()) if run.live_file and run.live_file.exists() else None
     from wirewise.orchestrator.health.pairs import is_pair
 
@@ -377,16 +377,16 @@ def _measured_verdict(finding: dict[str, Any], new: list[dict[str, Any]]) -> Ver
         failed = next(f for f in new if f["status"] != "ok")
         return Verdict(finding["id"], FAILING, f"the repeat {failed['status']}")
     by_label: dict[str, list[float]] = {}
-    for fact in new:
-        if fact["status"] != "ok" or fact["workload"] != workload or fact[metric] is None:
+    for row in new:
+        if row["status"] != "ok" or row["workload"] != workload or row[metric] is None:
             continue
-        if any(name in CASE_FIELDS[workload] and fact.get(name) != value for name, value in case.items()):
+        if any(name in CASE_FIELDS[workload] and row.get(name) != value for name, value in case.items()):
             continue  # another case than the one that flagged the node: it confirms nothing
         if workload == "collective":
-            label = _size_label(fact)
+            label = _size_label(row)
         else:
-            label = f"{fact['model']} {fact['strategy']}"
-        by_label.setdefault(label, []).append(fact[metric])
+            label = f"{row['model']} {row['strategy']}"
+        by_label.setdefault(label, []).append(row[metric])
     judged = {label: (statistics.median(by_label[label]), ref) for label, ref in reference["sizes"].items() if label in by_label}
     if not judged:
         return Verdict(finding["id"], NOT_MEASURED, "the repeat measured none of the finding's sizes")

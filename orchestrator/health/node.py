@@ -322,12 +322,12 @@ def measured_history(store, records: list, include_cpu: bool) -> list[dict]:
     BASELINE_RESULTS results (the ones just stored among them): one range of an index, whatever
     the fleet's history holds (a node's check reads its own case, not the fleet: issue 33)."""
     from wirewise.orchestrator.health.baseline import BASELINE_RESULTS
-    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store.results import Filters, stored_cases
 
     history = []
     for fingerprint, key in stored_cases(store, [r.record_id for r in records]):
-        history += facts(store, Filters(fingerprint=fingerprint, case_key=key, include_cpu=include_cpu,
+        history += result_rows(store, Filters(fingerprint=fingerprint, case_key=key, include_cpu=include_cpu,
                                         newest=BASELINE_RESULTS))
     return history
 

@@ -70,12 +70,12 @@ def latest_busbw(store, nodes: list[str]) -> list[dict[str, Any]]:
     """Each node's latest ok result of each GPU collective case, with the imported baseline of
     the case on the node's wiring (None where none is stored)."""
     from wirewise.orchestrator.health.baseline import case_of, group_by_case, imported
-    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store.results import Filters
 
     found = []
     for node in nodes:
-        cases = group_by_case(facts(store, Filters(node=node, workload="collective", status="ok")))
+        cases = group_by_case(result_rows(store, Filters(node=node, workload="collective", status="ok")))
         baselines = imported(store, {key[0] for key in cases})
         for key, members in sorted(cases.items(), key=lambda item: str(item[0])):
             last = max(members, key=lambda f: (str(f["started_at"]), f["id"]))

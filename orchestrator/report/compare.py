@@ -22,7 +22,7 @@ from typing import Any
 from wirewise.case import CASE_FIELDS
 from wirewise.errors import UserError
 from wirewise.orchestrator.report.aggregate import Aggregate, Bucket, case_buckets
-from wirewise.orchestrator.report.query import resolve, unique_prefix
+from wirewise.orchestrator.results.filters import resolve, unique_prefix
 from wirewise.orchestrator.report.stats import ALPHA, Stats, rank_sum_p, stats_of
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters, campaign_names, fingerprints_starting, has_results_on

@@ -19,7 +19,7 @@ from wirewise.errors import UserError
 from wirewise.orchestrator.report.draw import draw, wire_colours
 from wirewise.orchestrator.report.aggregate import Aggregate, aggregate
 from wirewise.orchestrator.report.figures import READING, Figure, FigureCases, Panel, build_figures, figure_cases
-from wirewise.orchestrator.report.query import resolve
+from wirewise.orchestrator.results.filters import resolve
 from wirewise.orchestrator.report.summary import Num, Section, summarize
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import Filters, Span, result_wirings, span_of

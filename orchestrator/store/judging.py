@@ -1,12 +1,13 @@
 """The reads `doctor` over every node judges from (wirewise.orchestrator.health.every_node): a
 case, a campaign's case or a slice of nodes at a time, in SQL order, so that memory holds one
-case's values, never the fleet's history (issue 33: reading every result as a fact took 4.9 GiB
+case's values, never the fleet's history (issue 33: reading every result as a row took 4.9 GiB
 for 1,000,000 results, and did not fit 6 GiB at 2,500,000).
 
 A judged case is group_by_case's (wirewise.orchestrator.health.baseline): ok results of a
 workload with a fingerprint and their metric, by (fingerprint, case_key). Every read here
-applies the same Filters as `facts` (store.results._where: CPU-rank runs left out unless asked
-for), so the fleet's judgement reads the rows the per-node one reads as facts.
+applies the same Filters as the result rows (wirewise.orchestrator.results.rows) that
+`doctor --node` judges (store.results._where: CPU-rank runs left out unless asked for), so
+the fleet's judgement reads the rows the per-node one reads.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def passed_nodes(store: Store, filters: Filters, campaign: str, fingerprint: str
 
 def newest_carried(store: Store, filters: Filters, nodes: list[str]) -> list[dict[str, Any]]:
     """Each of `nodes`' newest ok result of each case_key whose NCCL transport was read
-    (transport_carried), as result_rows' rows, in the order of each node's first such result of
+    (transport_carried), as select_rows' rows, in the order of each node's first such result of
     the case (what `judge.transport_off_nvlink` reads of a node's results)."""
     names = list(dict.fromkeys([*_COMMON, *(name for workload in filters.workloads() for name in _WORKLOAD_COLUMNS[workload])]))
     with store.read() as db:  # each name once: a subquery's columns are read by name

@@ -46,7 +46,7 @@ NUMBER_COLUMNS = frozenset({"time_us", "algbw_gbs", "busbw_gbs", "step_time_s", 
 @dataclass(frozen=True)
 class Filters:
     """Which results to read. Filters from the command line are checked and their prefixes
-    made whole first (wirewise.orchestrator.report.query: parse_filters, resolve)."""
+    made whole first (wirewise.orchestrator.results.filters: parse_filters, resolve)."""
 
     fabric: str | None = None
     fingerprint: str | None = None
@@ -104,11 +104,6 @@ def _field_sql(name: str) -> str:
     return NODE_LIST if name == "nodes" else name
 
 
-def _recorded_placement(d: Dialect) -> str:
-    """The placement a campaign recorded in its params; NULL where none was (facts derive one)."""
-    return d.json_text("params", "placement")
-
-
 def _where(f: Filters, p: Params) -> list[str]:
     """The filters as SQL conditions on the stored columns, their values bound through `p`;
     CPU-rank runs are left out unless `f.include_cpu` (`grouped` counts them instead)."""
@@ -160,7 +155,7 @@ def _column_sql(name: str, d: Dialect) -> str:
     return name
 
 
-def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
+def select_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
     """Every stored result that matches, in id order, as a dict of ROW_FIELDS (None where its
     workload has none); peak_mem_bytes is the list of each rank's peak, started_at a datetime
     with its zone (Dialect.when)."""
@@ -178,7 +173,7 @@ def result_rows(store: Store, filters: Filters) -> list[dict[str, Any]]:
 
 
 def as_rows(names: list[str], rows: list[tuple], when, ordered: bool = True) -> list[dict[str, Any]]:
-    """Rows of the columns `names` (as _column_sql reads them) as result_rows' dicts, in id
+    """Rows of the columns `names` (as _column_sql reads them) as select_rows' dicts, in id
     order unless `ordered` is False (then as they came)."""
     empty = dict.fromkeys(ROW_FIELDS)
     found = []

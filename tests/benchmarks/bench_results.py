@@ -175,7 +175,7 @@ def _once(args: list[str]) -> tuple[float, float]:
 def in_process(path: Path, args: list[str]) -> float:
     """Median seconds of the query and aggregation alone (no process start, imports, output)."""
     from wirewise.orchestrator.report.aggregate import aggregate
-    from wirewise.orchestrator.report.query import parse_filters, resolve
+    from wirewise.orchestrator.results.filters import parse_filters, resolve
     from wirewise.orchestrator.store import Store
 
     names = {"--campaign": "campaigns", "--bytes": "bytes"}

@@ -185,7 +185,7 @@ def test_the_confirming_repeat_runs_the_case_that_flagged_the_node(db_url) -> No
     from wirewise.orchestrator.campaign.spec import parse_spec
     from wirewise.orchestrator.health.measure import NOT_MEASURED, FAILING, NodeRun, _measured_verdict, campaign_spec
     from wirewise.orchestrator.health.rules import default_rules
-    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store.health import findings
     from wirewise.orchestrator.store.results import Filters
     from wirewise.orchestrator.store.topology import load_topology
@@ -206,11 +206,11 @@ def test_the_confirming_repeat_runs_the_case_that_flagged_the_node(db_url) -> No
 
     other = [record("n1", 200 + k, 100.0, COLLECTIVE, {"campaign": "confirm-n1"}) for k in range(3)]  # float32, eager
     store_measurement(store, other, TOPO, "n1")
-    new = facts(store, Filters(campaigns=("confirm-n1",)))
+    new = result_rows(store, Filters(campaigns=("confirm-n1",)))
     assert _measured_verdict(row, new).outcome == NOT_MEASURED  # another case: it confirms nothing
     same = [record("n1", 300 + k, 100.0, COLLECTIVE, {**GRAPHED_BF16, "campaign": "confirm-n1"}) for k in range(3)]
     store_measurement(store, same, TOPO, "n1")
-    assert _measured_verdict(row, facts(store, Filters(campaigns=("confirm-n1",)))).outcome == FAILING
+    assert _measured_verdict(row, result_rows(store, Filters(campaigns=("confirm-n1",)))).outcome == FAILING
 
 
 def test_a_case_wirewise_cannot_run_again_is_not_repeated(db_url) -> None:

@@ -68,13 +68,13 @@ def test_every_node_at_once_judges_each_node_as_alone(url):
 def test_each_reference_is_summarize_over_the_other_results(url):
     from wirewise.orchestrator.health.baseline import summarize
     from wirewise.orchestrator.health.judge import Cases, _latest, median_and_spread
-    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.results import Filters
 
     store = Store(url)
     _plant(store)
-    cases = Cases(facts(store, Filters()))
+    cases = Cases(result_rows(store, Filters()))
     compared = 0
     for node, mine in cases.mine.items():
         for key, members in mine.items():
@@ -147,7 +147,7 @@ def test_every_node_reads_find_what_the_facts_of_every_result_find(url):
     from wirewise.orchestrator.health.doctor import doctor
     from wirewise.orchestrator.health.judge import judge_history
     from wirewise.orchestrator.health.rules import default_rules
-    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.health import result_runs, results_in_one_domain
     from wirewise.orchestrator.store.results import Filters
@@ -155,7 +155,7 @@ def test_every_node_reads_find_what_the_facts_of_every_result_find(url):
     store = Store(url)
     _plant_fleet(store)
     every = doctor(store, record=False)
-    history = facts(store, Filters())
+    history = result_rows(store, Filters())
     nodes = sorted({f["node"] for f in history})
     assert every["nodes"] == nodes == ["a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4", "b5", "c1", "c2"]
     before = judge_history(nodes, history, default_rules(), imported(store, {f["fingerprint"] for f in history}),

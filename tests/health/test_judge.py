@@ -10,7 +10,7 @@ FINGERPRINT = "f" * 64
 
 
 def collective(node: str, size: int, busbw: float, number: int) -> dict:
-    """One ok all_reduce result as report.query.facts gives it: with its case (wirewise.case)."""
+    """One ok all_reduce result as results.rows.result_rows gives it: with its case (wirewise.case)."""
     from wirewise.case import case_of, derive
 
     record = {"workload": "collective", "source": "wirewise", "op": "all_reduce", "bytes": size, "dtype": "float32",

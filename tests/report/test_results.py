@@ -113,15 +113,15 @@ def test_several_campaigns_are_looked_up_in_one_read(report_db, monkeypatch):
     """`--campaign` repeated: the names are looked up together, once (a spy on the store's real
     lookup, in process), and the first unknown one is named."""
     from wirewise.errors import UserError
-    from wirewise.orchestrator.report import query
+    from wirewise.orchestrator.results import filters
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.results import Filters
 
     lookups = []
-    real = query.campaign_names
-    monkeypatch.setattr(query, "campaign_names", lambda store, wanted: lookups.append(list(wanted)) or real(store, wanted))
+    real = filters.campaign_names
+    monkeypatch.setattr(filters, "campaign_names", lambda store, wanted: lookups.append(list(wanted)) or real(store, wanted))
     with pytest.raises(UserError, match="--campaign 'nope-1': no results or campaign of that name"):
-        query.resolve(Store(report_db), Filters(campaigns=("camp-a", "nope-1", "nope-2")))
+        filters.resolve(Store(report_db), Filters(campaigns=("camp-a", "nope-1", "nope-2")))
     assert lookups == [["camp-a", "nope-1", "nope-2"]]
 
 

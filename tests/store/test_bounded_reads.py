@@ -37,7 +37,7 @@ def test_baseline_export_aggregates_in_the_database_what_the_facts_give(url, tmp
     read equals summarize over the rows' facts, on both databases."""
     from wirewise.orchestrator.health.baseline import group_by_case, stored_baselines, summarize
     from wirewise.orchestrator.record.ingest import store_measurement
-    from wirewise.orchestrator.report.query import facts
+    from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.results import Filters
     from wirewise.record import ResultRecord
@@ -60,7 +60,7 @@ def test_baseline_export_aggregates_in_the_database_what_the_facts_give(url, tmp
     for include_cpu in (False, True):
         filters = Filters(status="ok", include_cpu=include_cpu)
         expected = [summarize(key[0], key[1], {n: m[0][n] for n in m[0] if n in _case(key[1])}, m)
-                    for key, m in group_by_case(facts(store, filters)).items()]
+                    for key, m in group_by_case(result_rows(store, filters)).items()]
         found = stored_baselines(store, filters)
         assert _by_key(found) == _by_key(expected) and len(found) > 20
         assert {b.workload for b in found} == {"collective", "train"}

@@ -67,7 +67,7 @@ def _count(store, sql: str) -> int:
 
 
 def test_prune_removes_the_old_results_and_checks_and_keeps_what_it_must(history):
-    from wirewise.orchestrator.report.query import parse_since
+    from wirewise.orchestrator.results.filters import parse_since
     from wirewise.orchestrator.store.prune import prune
 
     store, evidence = history
@@ -90,7 +90,7 @@ def test_prune_removes_the_old_results_and_checks_and_keeps_what_it_must(history
 def test_keep_baselines_keeps_each_cases_newest_results(history):
     """With a baseline of 4 results: each of the two cases (1 MiB, 1 GiB) has 6 June results on
     the wiring, so nothing older is needed; with 8, two January results of each are kept."""
-    from wirewise.orchestrator.report.query import parse_since
+    from wirewise.orchestrator.results.filters import parse_since
     from wirewise.orchestrator.store.prune import prune
 
     store, _ = history

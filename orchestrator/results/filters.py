@@ -1,10 +1,9 @@
-"""Filters from the command line, checked and resolved, and one fact per stored row.
+"""Filters from the command line, checked and resolved.
 
-`facts` (doctor, baselines, health checks) and `aggregate` (results, compare, the report's
-cases) read through the store's one translation of Filters into SQL
-(wirewise.orchestrator.store.results), so a filter means the same everywhere. Here: the text
-of the options parsed and prefixes made whole. The geometry a run got is a stored case column
-(wirewise.case.geometry_of, computed when the record is stored), never derived here.
+The text of the options parsed (sizes, dates, choices) and prefixes made whole (fabric,
+fingerprint), so a typo is an error and never an empty "no results match". What the Filters
+then read is the store's one translation of them into SQL (wirewise.orchestrator.store.results),
+the same for result rows (results.rows), aggregates, compare, report and doctor.
 """
 
 from __future__ import annotations
@@ -19,11 +18,11 @@ from wirewise.clock import as_utc, utcnow
 from wirewise.errors import UserError
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.results import (
-    SOURCES, STATUSES, WORKLOADS, Filters, campaign_names, fingerprints_starting, result_rows,
+    SOURCES, STATUSES, WORKLOADS, Filters, campaign_names, fingerprints_starting,
 )
+from wirewise.workloads import TRANSPORT_ENV
 
-
-TRANSPORTS = ("default", "pcie")
+TRANSPORTS = tuple(TRANSPORT_ENV)  # what --transport of a bench sets, as recorded
 
 
 def parse_filters(**options: Any) -> Filters:
@@ -128,20 +127,3 @@ def unique_prefix(option: str, prefix: str, known) -> str:
 def _short(value: str) -> str:
     """Fingerprints (64 hex digits) shortened in messages; other names whole."""
     return value[:16] if len(value) == 64 else value
-
-
-# -- one fact per row ---------------------------------------------------------------
-def facts(store: Store, filters: Filters) -> list[dict[str, Any]]:
-    """Every stored row that matches, in id order, as a dict of what reports use: the row's
-    fields (store.results.ROW_FIELDS: the case's stored columns, gpus the ranks), `placement`
-    the placement asked for (None where a run recorded none; what it got is the stored
-    `geometry`, wirewise.case.geometry_of) and peak_mem_bytes the largest rank's."""
-    return [_fact(row) for row in result_rows(store, filters)]
-
-
-def _fact(fact: dict[str, Any]) -> dict[str, Any]:
-    """One row (store.results.result_rows) made a fact, in place."""
-    fact["placement"] = fact.pop("recorded_placement")
-    peaks = fact["peak_mem_bytes"]
-    fact["peak_mem_bytes"] = max(peaks) if peaks else None
-    return fact
