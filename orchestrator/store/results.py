@@ -87,10 +87,8 @@ class Filters:
 
 # -- SQL of the fields, written once for filters, rows and groups -----------------------------
 # The case's fields are columns, derived once when a record is stored (wirewise.case,
-# store/cases.py): a filter or a group reads them as they are. RANKS and DEVICE name them for
-# the readers that read a run's rank count and what ran it.
-RANKS = "ranks"
-DEVICE = "device"
+# store/cases.py): a filter or a group reads them as they are. What a run's ranks and its device
+# are is the case's rule (wirewise.case.ranks_of, device_of), not the SQL's.
 NODE_LIST = "CAST(nodes AS VARCHAR)"  # a task's nodes as JSON text: PostgreSQL can neither group nor compare json
 
 # What results can be grouped by: where and by what it ran, every case field, the placement asked.
@@ -111,7 +109,7 @@ def _where(f: Filters, p: Params) -> list[str]:
     equal = {
         "fabric": f.fabric, "fingerprint": f.fingerprint, "node": f.node, "workload": f.workload, "op": f.op,
         "bytes": f.bytes, "model": f.model, "strategy": f.strategy, "source": f.source, "status": f.status,
-        "placement": f.placement, "geometry": f.geometry, "scope": f.scope, "transport": f.transport, RANKS: f.gpus,
+        "placement": f.placement, "geometry": f.geometry, "scope": f.scope, "transport": f.transport, "ranks": f.gpus,
         "case_key": f.case_key,
     }
     found = [f"{column} = {p(value)}" for column, value in equal.items() if value is not None]
@@ -120,7 +118,7 @@ def _where(f: Filters, p: Params) -> list[str]:
     if f.campaigns:
         found.append(f"campaign IN ({p.each(f.campaigns)})")
     if not f.include_cpu:
-        found.append(f"{DEVICE} = 'gpu'")
+        found.append("device = 'gpu'")
     return found
 
 
@@ -129,7 +127,7 @@ def _and(conditions: list[str]) -> str:
 
 
 # -- one row per result ----------------------------------------------------------------------
-# What a row holds: the columns read, the GPU count or the CPU ranks' (gpus: RANKS), the
+# What a row holds: the columns read, the GPU count or the CPU ranks' (gpus: ranks), the
 # placement where recorded, and the case (its key and fields). A workload's metric columns are
 # read only when the filters let its rows through: on a wide match, every column read costs (a
 # collective query over 1M rows reads a third less).
@@ -145,7 +143,7 @@ ROW_FIELDS = _COMMON + tuple(name for columns in _WORKLOAD_COLUMNS.values() for 
 
 
 def _column_sql(name: str, d: Dialect) -> str:
-    derived = {"gpus": RANKS, "recorded_placement": "placement"}
+    derived = {"gpus": "ranks", "recorded_placement": "placement"}
     if name in derived:
         return f"{derived[name]} AS {name}"
     if name in NUMBER_COLUMNS:
@@ -375,20 +373,6 @@ def has_results_on(store: Store, node: str) -> bool:
         return db.scalar(f"SELECT id FROM results WHERE node = {p(node)} LIMIT 1", p) is not None
 
 
-def stored_figures(store: Store, source: str, ops: set[str], sizes: set[int]) -> set[tuple]:
-    """(op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs) of the stored rows of
-    `source` with those ops and sizes: what an excerpt of an nccl-tests log that names no run
-    can be matched by (wirewise.orchestrator.record.nccl_tests)."""
-    with store.read() as db:
-        p = db.params()
-        rows = db.rows(
-            "SELECT op, bytes, count, dtype, in_place, time_us, algbw_gbs, busbw_gbs FROM results "
-            f"WHERE source = {p(source)} AND op IN ({p.each(ops) or 'NULL'}) AND bytes IN ({p.each(sizes) or 'NULL'})", p,
-        )
-        flag = db.dialect.flag
-    return {(op, size, count, dtype, flag(in_place), *figures) for op, size, count, dtype, in_place, *figures in rows}
-
-
 def too_long(row: dict) -> str | None:
     """What in a result row is wider than its text column: PostgreSQL refuses a longer value
     (SQLite would keep it), so both refuse it, in words."""
@@ -411,9 +395,20 @@ def ok_results(store: Store, columns: tuple[str, ...], present: tuple[str, ...] 
     """The `columns` of every ok result whose columns `equal` the values given (a tuple: any of
     its values) and whose `present` columns hold a value (not NULL, not NaN); JSON columns
     decoded."""
+    return _result_columns(store, columns, ["status = 'ok'"], present, equal)
+
+
+def results_with(store: Store, columns: tuple[str, ...], **equal: Any) -> list[tuple]:
+    """The `columns` of every result, whatever its status, whose columns `equal` the values
+    given (a tuple: any of its values); JSON columns decoded."""
+    return _result_columns(store, columns, [], (), equal)
+
+
+def _result_columns(store: Store, columns: tuple[str, ...], conditions: list[str], present: tuple[str, ...],
+                    equal: dict[str, Any]) -> list[tuple]:
     with store.read() as db:
         d, p = db.dialect, db.params()
-        conditions = ["status = 'ok'", *(
+        conditions = [*conditions, *(
             f"{name} IN ({p.each(value) or 'NULL'})" if isinstance(value, tuple) else f"{name} = {p(value)}"
             for name, value in equal.items()
         )]
@@ -466,8 +461,8 @@ def span_of(store: Store, filters: Filters) -> Span:
         sources = db.rows(f"SELECT source, count(*), min(started_at), max(started_at) FROM results WHERE {where} GROUP BY source", p)
         places = db.rows(f"SELECT node, campaign FROM results WHERE {where} GROUP BY node, campaign", p)
         cap = d.json_text("params", "memory_limit_gb")
-        caps = db.rows(f"SELECT model, strategy, {RANKS}, status, {cap} FROM results WHERE {where} AND workload = 'train' "
-                       f"AND {cap} IS NOT NULL GROUP BY model, strategy, {RANKS}, status, {cap}", p)
+        caps = db.rows(f"SELECT model, strategy, ranks, status, {cap} FROM results WHERE {where} AND workload = 'train' "
+                       f"AND {cap} IS NOT NULL GROUP BY model, strategy, ranks, status, {cap}", p)
         when = d.when
     starts = [when(row[2]) for row in sources if row[2] is not None]
     ends = [when(row[3]) for row in sources if row[3] is not None]

@@ -74,7 +74,7 @@ def curve() -> dict[tuple[int, bool], float]:
     return {**{(r.size, False): r.out_of_place.busbw_gbs for r in rows}, **{(r.size, True): r.in_place.busbw_gbs for r in rows}}
 
 
-def facts(node: str, bias: float, drop: float, sizes, run, rng, first_id: int, stamp: str) -> list[dict]:
+def result_rows(node: str, bias: float, drop: float, sizes, run, rng, first_id: int, stamp: str) -> list[dict]:
     out = []
     for repeat in range(REPEATS):
         for (size, in_place), busbw in sizes.items():
@@ -97,8 +97,8 @@ def flagged_share(drop: float, repeats: int, run, node_pool, sizes, rng, scale: 
     for _ in range(TRIALS):
         history = []
         for n in range(NODES):
-            history += facts(f"n{n}", rng.choice(node_pool) * rng.choice((-1, 1)), 0.0, sizes, run, rng, len(history), "1")
-        judged = facts("suspect", rng.choice(node_pool) * rng.choice((-1, 1)), drop, sizes, run, rng, len(history), "2")
+            history += result_rows(f"n{n}", rng.choice(node_pool) * rng.choice((-1, 1)), 0.0, sizes, run, rng, len(history), "1")
+        judged = result_rows("suspect", rng.choice(node_pool) * rng.choice((-1, 1)), drop, sizes, run, rng, len(history), "2")
         found, _ = below_baseline("suspect", Cases(history + judged[: repeats * len(sizes)]), "collective", rules, {}, [])
         hits += bool(found)
     return hits / TRIALS

@@ -141,7 +141,7 @@ def _plant_fleet(store) -> None:
 
 def test_every_node_reads_find_what_the_facts_of_every_result_find(url):
     """The fleet's judgement read a case at a time in SQL (health/every_node.py) against
-    judge_history over every result as a fact (what `doctor` over every node read before issue
+    judge_history over every result as a result row (what `doctor` over every node read before issue
     33), and against each node's `doctor --node`: the same findings, notes and judged rules."""
     from wirewise.orchestrator.health.baseline import imported
     from wirewise.orchestrator.health.doctor import doctor

@@ -1,4 +1,4 @@
-"""The history rules as pure functions of facts (wirewise.orchestrator.health.judge): what a
+"""The history rules as pure functions of result rows (wirewise.orchestrator.health.judge): what a
 finding keeps of the results it judged, for the measurement that repeats them."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ def collective(node: str, size: int, busbw: float, number: int) -> dict:
 
     record = {"workload": "collective", "source": "wirewise", "op": "all_reduce", "bytes": size, "dtype": "float32",
               "in_place": False, "gpu_count": 8, "node_count": 1, "gpus": list(range(8)), "params": {}, "extra": {}}
-    fact = {**record, **derive(record)}
-    return {**case_of(fact), "workload": "collective", "case_key": fact["case_key"], "id": number, "node": node,
+    row = {**record, **derive(record)}
+    return {**case_of(row), "workload": "collective", "case_key": row["case_key"], "id": number, "node": node,
             "status": "ok", "campaign": None, "fingerprint": FINGERPRINT, "gpus": 8, "placement": None,
             "busbw_gbs": busbw, "model": None, "strategy": None, "started_at": f"2026-12-01T10:{number:02d}"}
 

@@ -56,7 +56,7 @@ def test_compare_uses_samples_where_no_side_has_tokens(url):
 
 
 def test_the_report_draws_no_missing_value(url, tmp_path):
-    """The report reads one row per result (facts), not the groups: a NaN there is None too
+    """The report reads one row per result (wirewise.orchestrator.results.rows), not the groups: a NaN there is None too
     (PostgreSQL's case; SQLite read its NULLs as None on this path already). An image model's
     throughput panel draws its samples/s, the metric it measured, never the NaN tokens/s."""
     _set_nan(url, "tokens_per_s", "img-a")

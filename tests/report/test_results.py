@@ -143,7 +143,7 @@ def test_results_and_the_reports_facts_count_the_gpus_of_an_unknown_gpu_count_al
     (world_size 8: a record file may say so, contract.record allows it; set here in the real
     database, on the H100 log imported for two nodes, and its case derived again by the
     store's own refill, as storing such a record does). `results` counts it as 8 ranks (the
-    case's), and so must the facts that doctor and `baseline export` judge by."""
+    case's), and so must the result rows that doctor and `baseline export` judge by."""
     import sqlite3
 
     import sqlalchemy as sa

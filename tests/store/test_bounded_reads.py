@@ -1,6 +1,6 @@
 """The reads issue 33 bounded, the same on SQLite and PostgreSQL: the prolog's history is the
 newest results of the case it measured (not its wiring's whole history), and `baseline export`
-aggregates each case in the database, giving what summarizing every result's facts gave."""
+aggregates each case in the database, giving what summarizing every result's rows gave."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_the_prolog_reads_the_newest_results_of_its_case_alone(history, monkeypa
 def test_baseline_export_aggregates_in_the_database_what_the_facts_give(url, tmp_path):
     """Two H100 nodes' nccl-tests logs (every size, in and out of place), a quad node's results
     and training runs, a CPU-rank run and a failed one: every case's baseline from the grouped
-    read equals summarize over the rows' facts, on both databases."""
+    read equals summarize over the result rows, on both databases."""
     from wirewise.orchestrator.health.baseline import group_by_case, stored_baselines, summarize
     from wirewise.orchestrator.record.ingest import store_measurement
     from wirewise.orchestrator.results.rows import result_rows

@@ -80,16 +80,19 @@ def already_stored(store: Store, results: list[SectionResult]) -> Callable[[Resu
     """Which records of the runs are stored already, known by their figures: those of an excerpt
     that shows no line of its run (no rank, settings or version line), whose figures the store
     holds (the same log imported whole). The rest are known by their ids (record_id)."""
-    from wirewise.orchestrator.store.results import stored_figures
+    from wirewise.orchestrator.store.results import results_with
 
     excerpt = [r for r in results if r.record_count and not (r.section.devices or r.section.has_preamble)]
     known: set[tuple] = set()
     if excerpt:
-        sizes = {row.size for r in excerpt for row in r.section.rows}
-        known = stored_figures(store, "nccl-tests", {r.op for r in excerpt}, sizes)
+        sizes = tuple(sorted({row.size for r in excerpt for row in r.section.rows}))
+        known = set(results_with(store, FIGURES, source="nccl-tests", op=tuple(sorted({r.op for r in excerpt})), bytes=sizes))
     return lambda record: bool(known) and record.extra.get("identified_by") == "figures" and _figures(record) in known
 
 
+# What an excerpt's record is matched by: its stored columns, and the record's fields of those names.
+FIGURES = ("op", "bytes", "count", "dtype", "in_place", "time_us", "algbw_gbs", "busbw_gbs")
+
+
 def _figures(record: ResultRecord) -> tuple:
-    return (record.op, record.bytes, record.count, record.dtype, record.in_place,
-            record.time_us, record.algbw_gbs, record.busbw_gbs)
+    return tuple(getattr(record, name) for name in FIGURES)
