@@ -184,10 +184,10 @@ def test_a_relative_import_is_read_as_the_module_it_names(tmp_path: Path) -> Non
         "wirewise.orchestrator.store", "wirewise.orchestrator.store.results",
         "wirewise.errors", "wirewise.errors.UserError"}
     module = tmp_path / "history.py"
-    module.write_text("def f():\n    from . import wiring\n    from ..store.results import result_rows\n")
+    module.write_text("def f():\n    from . import wiring\n    from ..store.results import select_rows\n")
     assert imports_of("wirewise.orchestrator.placement.history", module) == {
         "wirewise.orchestrator.placement", "wirewise.orchestrator.placement.wiring",
-        "wirewise.orchestrator.store.results", "wirewise.orchestrator.store.results.result_rows"}
+        "wirewise.orchestrator.store.results", "wirewise.orchestrator.store.results.select_rows"}
 
 
 def test_no_import_cycle_between_parts() -> None:

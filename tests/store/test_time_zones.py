@@ -74,6 +74,6 @@ def test_since_and_stored_times_are_utc_in_any_zone(url):
 
 @pytest.mark.parametrize("since", ["2026-12-01T10:00-08:00", "2026-12-01T18:00"])
 def test_the_zone_of_since_is_applied_not_dropped(since):
-    from wirewise.orchestrator.report.query import parse_since
+    from wirewise.orchestrator.results.filters import parse_since
 
     assert parse_since(since) == datetime(2026, 12, 1, 18, 0, tzinfo=timezone.utc)
