@@ -154,11 +154,28 @@ def record_campaign(folder: Path, env: dict) -> int:
 
     marker = folder / "campaign-recorded"
     if marker.exists():
+        name_outcomes(folder)
         return int(marker.read_text())
     forget_campaign(env["WIREWISE_DB"], folder)  # one a stopped run left half recorded
     tasks = record_submitted(campaign_spec(folder), folder, env)
     marker.write_text(str(tasks))
     return tasks
+
+
+def name_outcomes(folder: Path) -> None:
+    """A campaign recorded before finished runs were named in the folder's outcomes/ gets them
+    named, as `campaign submit` and each finished run now write them (CampaignFolder.name_outcome):
+    `campaign status` then reads that one listing, as it would for a campaign submitted today."""
+    from wirewise.orchestrator.campaign.folder import OUTCOMES, CampaignFolder
+
+    root = folder / "runs" / "campaigns" / CAMPAIGN
+    if not (root / "tasks").is_dir() or (root / OUTCOMES).is_dir():
+        return
+    (root / OUTCOMES).mkdir()
+    campaign = CampaignFolder(root)
+    for task_id in os.listdir(root / "tasks"):
+        if (outcome := campaign.outcome(task_id)) is not None:
+            campaign.name_outcome(task_id, outcome["status"], outcome["attempt"])
 
 
 def forget_campaign(url: str, folder: Path) -> None:
