@@ -44,7 +44,7 @@ def plan(spec: SpecArg, topology_file: TopologyFileOption = None, node: NodeOpti
          gpus: GpusOption = None, include_down: IncludeDownOption = False, db: DbOption = None,
          json: JsonOption = False) -> None:
     """Expand a spec into tasks, each on its exact GPUs; list what cannot be placed and why (a fleet spec: per node type, with its nodes)."""
-    from wirewise.orchestrator.campaign import plan_spec
+    from wirewise.orchestrator.campaign.lifecycle import plan_spec
     from wirewise.orchestrator.report.campaigns import plan_table
 
     _, planned = plan_spec(spec, topology_file, node, db, name, _counts(gpus), include_down)
@@ -69,7 +69,7 @@ def submit(
     json: JsonOption = False,
 ) -> None:
     """Record the campaign and submit it: job arrays through submitit (slurm), or run it here (local). A fleet spec's nodes without a stored wiring are surveyed first."""
-    from wirewise.orchestrator.campaign import campaign_folder, plan_spec, submission_for, submit_spec
+    from wirewise.orchestrator.campaign.lifecycle import campaign_folder, plan_spec, submission_for, submit_spec
     from wirewise.orchestrator.executor import check_name, executor_named
     from wirewise.orchestrator.report.campaigns import submitted_lines
 
@@ -180,7 +180,7 @@ def resume(
     json: JsonOption = False,
 ) -> None:
     """Submit again exactly the tasks that are missing, failed, cancelled or timed out."""
-    from wirewise.orchestrator.campaign import resume_campaign
+    from wirewise.orchestrator.campaign.lifecycle import resume_campaign
     from wirewise.orchestrator.report.campaigns import submitted_lines
     from wirewise.orchestrator.store import Store
 
@@ -204,7 +204,7 @@ def resume(
 @app.command()
 def cancel(name: NameArg, db: DbOption = None, json: JsonOption = False) -> None:
     """Cancel the campaign's arrays still in Slurm (or stop its run here)."""
-    from wirewise.orchestrator.campaign import cancel_campaign
+    from wirewise.orchestrator.campaign.lifecycle import cancel_campaign
     from wirewise.orchestrator.store import Store
 
     report = cancel_campaign(Store(db), name)
@@ -226,7 +226,7 @@ def forget(
     json: JsonOption = False,
 ) -> None:
     """Remove a campaign's records (its results stay unless --remove-results); its folder stays on disk."""
-    from wirewise.orchestrator.campaign import forget as forget_campaign
+    from wirewise.orchestrator.campaign.lifecycle import forget as forget_campaign
     from wirewise.orchestrator.store import Store
 
     report = forget_campaign(Store(db), name, remove_results)

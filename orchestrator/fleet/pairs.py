@@ -132,7 +132,7 @@ class _PairCampaign:
     @classmethod
     def start(cls, store, scope: Scope, nodes: list[Node], test: PairTest, name: str, executor: str,
               reservation: str | None = None) -> _PairCampaign:
-        from wirewise.orchestrator.campaign import campaign_folder, record_campaign
+        from wirewise.orchestrator.campaign.lifecycle import campaign_folder, record_campaign
         from wirewise.orchestrator.campaign.spec import parse_spec
 
         backend = test.backend or ("nccl" if all(n.gpus for n in nodes) else "gloo")
@@ -161,7 +161,7 @@ class _PairCampaign:
 
     def submit(self, pairs: list[Pair]) -> list:
         """A round's tests recorded and submitted, each pinned to its pair; returns their tasks."""
-        from wirewise.orchestrator.campaign import dispatch, submission_for
+        from wirewise.orchestrator.campaign.lifecycle import dispatch, submission_for
         from wirewise.orchestrator.campaign.folder import CampaignFolder
         from wirewise.orchestrator.campaign.submit import Pin
         from wirewise.orchestrator.executor.core import SubmissionRefused
@@ -230,12 +230,12 @@ class _PairCampaign:
         return Measure(pair, None, error.splitlines()[0][:300], ran=any(r.status != "cancelled" for r in rows))
 
     def _forget(self) -> None:
-        from wirewise.orchestrator.campaign import unrecord_campaign
+        from wirewise.orchestrator.campaign.lifecycle import unrecord_campaign
 
         unrecord_campaign(self.store, self.name, self.root, [t.spec.task_id for t in self.tasks], self.made_root)
 
     def cancel(self) -> None:
-        from wirewise.orchestrator.campaign import cancel_campaign
+        from wirewise.orchestrator.campaign.lifecycle import cancel_campaign
 
         cancel_campaign(self.store, self.name)
 

@@ -195,7 +195,7 @@ def _workload(measurement: dict[str, Any], rules: Rules) -> dict[str, Any]:
 
 
 def _submit_campaign(store, run: NodeRun, doc: dict[str, Any]) -> None:
-    from wirewise.orchestrator.campaign import submit_spec
+    from wirewise.orchestrator.campaign.lifecycle import submit_spec
     from wirewise.orchestrator.campaign.plan import plan_campaign
     from wirewise.orchestrator.campaign.spec import parse_spec
     from wirewise.orchestrator.store.topology import load_topology
@@ -245,7 +245,7 @@ class LiveCheck:
 
 # -- waiting ------------------------------------------------------------------------------------
 def _wait(store, runs: list[NodeRun], deadline: float) -> None:
-    from wirewise.orchestrator.campaign import cancel_campaign
+    from wirewise.orchestrator.campaign.lifecycle import cancel_campaign
     from wirewise.orchestrator.campaign.track import campaign_status, collect_campaign
     from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import PENDING, RUNNING
@@ -275,7 +275,7 @@ def _wait(store, runs: list[NodeRun], deadline: float) -> None:
 def _cancel(store, runs: list[NodeRun]) -> None:
     """Every measurement submitted for `runs` cancelled, each on its own (one that fails to
     cancel does not keep the others queued)."""
-    from wirewise.orchestrator.campaign import cancel_campaign
+    from wirewise.orchestrator.campaign.lifecycle import cancel_campaign
     from wirewise.orchestrator.executor import executor_named
 
     for run in runs:

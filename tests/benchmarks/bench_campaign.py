@@ -44,7 +44,7 @@ def make_finished_campaign(db: str, folder: Path, env: dict) -> None:
     code = f"""
 import os
 from pathlib import Path
-from wirewise.orchestrator.campaign import plan_spec
+from wirewise.orchestrator.campaign.lifecycle import plan_spec
 from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.campaigns import create_campaign, set_submitted

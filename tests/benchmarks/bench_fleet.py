@@ -104,7 +104,7 @@ def record_submitted(spec: Path, folder: Path, env: dict) -> int:
     submits a one-bundle array), half of its tasks finished; sacct's answer for the rest."""
     code = f"""
 from pathlib import Path
-from wirewise.orchestrator.campaign import campaign_folder, plan_spec
+from wirewise.orchestrator.campaign.lifecycle import campaign_folder, plan_spec
 from wirewise.orchestrator.campaign.folder import CampaignFolder, write_campaign
 from wirewise.orchestrator.store import Store
 from wirewise.orchestrator.store.campaigns import create_campaign, set_submitted

@@ -115,7 +115,7 @@ def queue(monkeypatch):
 
 
 def test_campaigns_go_through_the_seam_alone(tmp_path, db_url, queue) -> None:
-    from wirewise.orchestrator.campaign import cancel_campaign, plan_spec, submit_spec
+    from wirewise.orchestrator.campaign.lifecycle import cancel_campaign, plan_spec, submit_spec
     from wirewise.orchestrator.campaign.track import campaign_status
 
     spec, plan = plan_spec(str(spec_file(tmp_path, "queue")), str(NVL_QUADS))
@@ -130,7 +130,7 @@ def test_campaigns_go_through_the_seam_alone(tmp_path, db_url, queue) -> None:
 
 
 def test_a_refused_array_cancels_what_went_out_and_records_nothing(tmp_path, db_url, queue) -> None:
-    from wirewise.orchestrator.campaign import plan_spec, submit_spec
+    from wirewise.orchestrator.campaign.lifecycle import plan_spec, submit_spec
 
     queue.refuse_from = 1  # the first array goes out, the second is refused
     spec, plan = plan_spec(str(spec_file(tmp_path, "queue")), str(NVL_QUADS))
@@ -144,7 +144,7 @@ def test_a_refused_array_cancels_what_went_out_and_records_nothing(tmp_path, db_
 
 
 def test_a_refused_resume_leaves_the_tasks_as_they_were(tmp_path, db_url, queue) -> None:
-    from wirewise.orchestrator.campaign import plan_spec, resume_campaign, submit_spec
+    from wirewise.orchestrator.campaign.lifecycle import plan_spec, resume_campaign, submit_spec
     from wirewise.orchestrator.store.campaigns import campaign_tasks
 
     spec, plan = plan_spec(str(spec_file(tmp_path, "queue")), str(NVL_QUADS))

@@ -24,7 +24,7 @@ from wirewise.orchestrator.store import Store
 @pytest.fixture
 def seam(tmp_path, db_url, queue):  # noqa: F811 (the fixture imported above)
     """A submitted campaign of three tasks, one an element (q0_0, q0_1, q1_0), all pending."""
-    from wirewise.orchestrator.campaign import plan_spec, submit_spec
+    from wirewise.orchestrator.campaign.lifecycle import plan_spec, submit_spec
 
     spec, plan = plan_spec(str(spec_file(tmp_path, "queue")), str(NVL_QUADS))
     store = Store(db_url)
@@ -79,7 +79,7 @@ def test_a_run_that_died_between_its_result_and_its_outcome(seam) -> None:
 
 
 def test_a_resubmitted_task_is_its_new_attempt_and_a_requeued_one_its_latest(seam) -> None:
-    from wirewise.orchestrator.campaign import resume_campaign
+    from wirewise.orchestrator.campaign.lifecycle import resume_campaign
 
     store, folder, (a, b, c) = seam
     for task_id, status in ((a, "failed"), (b, "ok"), (c, "ok")):
@@ -131,7 +131,7 @@ def test_a_folder_from_before_outcomes_is_read_a_task_at_a_time(seam) -> None:
 
 def test_a_refused_submission_leaves_no_outcomes_folder(tmp_path, db_url, queue) -> None:  # noqa: F811
     from wirewise.errors import UserError
-    from wirewise.orchestrator.campaign import plan_spec, submit_spec
+    from wirewise.orchestrator.campaign.lifecycle import plan_spec, submit_spec
 
     QueueExecutor.refuse_from = 0
     spec, plan = plan_spec(str(spec_file(tmp_path, "queue")), str(NVL_QUADS))
