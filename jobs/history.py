@@ -48,7 +48,7 @@ from wirewise.collect import collect
 from wirewise.configs import RAN_AS
 from wirewise.launch import LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
-from wirewise.runs import RESULT_FILE, run_dir_name
+from wirewise.runs import RunPaths, RunsRoot
 from wirewise.settings import STRATEGY, setting
 
 DEFAULT_WARMUP_STEPS = 2
@@ -105,7 +105,7 @@ def record_job(
     if rank != 0:
         return None
     launch = _launch(run_dir)
-    folder = Path(run_dir) if run_dir else (launch[1] if launch else run_dir_name("job"))
+    folder = Path(run_dir) if run_dir else (launch[1] if launch else RunsRoot.configured().new_run("job"))
     record, topo = job_record(
         ranks, launch[0] if launch else None, model=model, strategy=strategy, micro_batch=micro_batch,
         seq_len=seq_len, precision=precision, ran=accelerate_engine(), warmup_steps=warmup_steps,
@@ -206,10 +206,10 @@ def write_result(folder: Path, record: ResultRecord, topo) -> Path:
     from wirewise.jobs.records import result_document
 
     folder.mkdir(parents=True, exist_ok=True)
-    path, n = folder / RESULT_FILE, 1
-    while path.exists():
+    paths, n = RunPaths(folder), 1
+    while paths.result_numbered(n).exists():
         n += 1
-        path = folder / f"result-{n}.json"
+    path = paths.result_numbered(n)
     write_json_atomic(path, result_document("ok", topo, [record]))
     return path
 

@@ -38,11 +38,10 @@ from typing import Any
 from wirewise.atomic import write_json_atomic
 from wirewise.clock import utcnow
 from wirewise.jobenv import read_job_env
-from wirewise.runs import RESULT_FILE
+from wirewise.runs import RunPaths
 from wirewise.task import TaskSpec
 from wirewise.jobs.nccl_debug import debug_env, lines_of, read_debug_file
 from wirewise.jobs.peers import Peers
-from wirewise.jobs.worker import rank_file
 from wirewise.jobs.records import build_records, gpu_pinning, node_topology, result_document
 
 FAILURE_GRACE_S = 5.0  # after one rank fails, the others get this long to write their own files
@@ -164,9 +163,10 @@ class RankGroup:
         self.first_rank = layout.node_rank * spec.nproc_per_node
         self.nccl_logs: dict[int, Path] = {}  # each rank's NCCL INFO file (wirewise.jobs.nccl_debug)
         self.started = time.time()
+        paths = RunPaths(run_dir)
         for local_rank in range(spec.nproc_per_node):
             rank = self.first_rank + local_rank
-            log = open(run_dir / f"rank{rank}.log", "wb")
+            log = open(paths.rank_log(rank), "wb")
             env = _rank_env(spec, layout, local_rank, run_dir)
             self.procs[rank] = subprocess.Popen(
                 # -P: the folder a user runs wirewise from is not on the ranks' import path, so
@@ -178,7 +178,7 @@ class RankGroup:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
-            self.nccl_logs[rank] = lines_of(env, run_dir / f"rank{rank}.log", self.procs[rank].pid)
+            self.nccl_logs[rank] = lines_of(env, paths.rank_log(rank), self.procs[rank].pid)
             log.close()
 
     def exit_codes(self) -> dict[int, int | None]:
@@ -265,14 +265,14 @@ def _supervise(group: RankGroup, timeout_s: float, progress: ProgressReader, sto
 def _read_rank_files(run_dir: Path, ranks) -> dict[int, dict[str, Any]]:
     files = {}
     for rank in ranks:
-        path = rank_file(run_dir, rank)
+        path = RunPaths(run_dir).rank_outcome(rank)
         if path.exists():
             files[rank] = json.loads(path.read_text())
     return files
 
 
 def _log_tail(run_dir: Path, rank: int, lines: int = 15) -> str:
-    path = run_dir / f"rank{rank}.log"
+    path = RunPaths(run_dir).rank_log(rank)
     if not path.exists():
         return ""
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -382,8 +382,9 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
     with StopRequests() as stop:  # from the start: a Ctrl-C at any point still leaves a result file
         started = utcnow()
         layout = Layout.detect(spec)
-        if not (run_dir / "spec.json").exists():  # multi-node: the first node to get here writes it
-            write_json_atomic(run_dir / "spec.json", spec.model_dump(mode="json"))
+        paths = RunPaths(run_dir)
+        if not paths.spec.exists():  # multi-node: the first node to get here writes it
+            write_json_atomic(paths.spec, spec.model_dump(mode="json"))
         peers = Peers(run_dir, layout.node_rank, layout.nnodes, layout.hosts) if layout.nnodes > 1 else None
         topo, topo_error = node_topology(spec)
         from wirewise.topology import node_name
@@ -393,7 +394,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
         if peers is not None:
             peers.describe(node=node, fingerprint=fingerprint)
         group = RankGroup(spec, layout, run_dir)
-        how = _supervise(group, spec.timeout_s, ProgressReader(run_dir / "progress.jsonl", on_progress, on_row), stop, peers)
+        how = _supervise(group, spec.timeout_s, ProgressReader(paths.progress, on_progress, on_row), stop, peers)
         ended = Ended.of_group(how, group, run_dir)
         nodes, wirings = [(node, fingerprint)], []
         if peers is not None:
@@ -405,7 +406,7 @@ def run_task(spec: TaskSpec, run_dir: str | Path, on_progress: ProgressFn | None
             ended, others, wirings = _gather(peers, ended, spec, started, stop)
             nodes += others
         status, error = _outcome(ended, run_dir, spec, stop, layout)
-        result_path = run_dir / RESULT_FILE
+        result_path = paths.result
         records = build_records(spec, ended.files, status, error, topo, topo_error, nodes, started,
                                 utcnow())
         # CPU ranks did not use the wiring: node_topology gave none, and none is stored as what they ran on.
@@ -433,7 +434,7 @@ def _in_main_thread() -> bool:
 def main(argv: list[str]) -> int:
     """`python -P -m wirewise.jobs.launch RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
     run_dir = Path(argv[1])
-    spec = TaskSpec.model_validate_json((run_dir / "spec.json").read_text())
+    spec = TaskSpec.model_validate_json(RunPaths(run_dir).spec.read_text())
     path = run_task(spec, run_dir)
     return 0 if json.loads(path.read_text())["status"] == "ok" else 1
 

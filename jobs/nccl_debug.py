@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.nccl_info import read_wire
+from wirewise.runs import RunPaths
 
-DEBUG_FILE_NAME = "nccl-rank{rank}.log"
 MTIME_SLACK_S = 2.0  # file systems that keep modification times to the second (some NFS) still pass
 
 
@@ -32,7 +32,7 @@ def debug_env(env: dict[str, str], run_dir: Path, rank: int) -> dict[str, str]:
     NCCL_DEBUG nor NCCL_DEBUG_FILE; nothing where they did (their setting holds)."""
     if env.get("NCCL_DEBUG") or env.get("NCCL_DEBUG_FILE"):
         return {}
-    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": str(run_dir / DEBUG_FILE_NAME.format(rank=rank))}
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": str(RunPaths(run_dir).nccl_debug(rank))}
 
 
 def lines_of(env: dict[str, str], rank_log: Path, pid: int) -> Path:

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wirewise.runs import RunPaths
+
 HEARTBEAT_S = 1.0
 # 20 missed beats: far longer than a loaded node stalls a sleeping supervisor, far shorter
 # than the default task timeout (600 s).
@@ -40,16 +42,12 @@ STOP_WAIT_S = 1.0  # after a SIGTERM, for peers to end before node 0 writes what
 STOPPED_SILENCE_S = 3.0  # then: 3 missed beats make a peer lost rather than stopped with the step
 
 
-def node_file(run_dir: Path, node_rank: int) -> Path:
-    return run_dir / f"node{node_rank}.json"
-
-
 class Peers:
     """This node's file, and what the other nodes' files said when last read."""
 
     def __init__(self, run_dir: Path, node_rank: int, nnodes: int, hosts: tuple[str, ...]) -> None:
         self.run_dir, self.node_rank, self.hosts = run_dir, node_rank, hosts
-        self.path = node_file(run_dir, node_rank)
+        self.path = RunPaths(run_dir).node_beat(node_rank)
         self.info: dict[str, Any] = {"node_rank": node_rank, "node": hosts[node_rank], "state": "running"}
         self.beats = 0
         self.last_read = 0.0
@@ -137,7 +135,7 @@ class Peers:
             if k in self.ended:
                 continue
             try:
-                text = node_file(self.run_dir, k).read_text()
+                text = RunPaths(self.run_dir).node_beat(k).read_text()
             except OSError:
                 continue
             if text != self.seen[k][0]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.jobenv import read_job_env
+from wirewise.runs import RunPaths
 from wirewise.task import TaskSpec
 
 
@@ -45,5 +46,5 @@ class RankContext:
         if not self.is_main:
             return
         event = {"done": done, "total": total, "label": label, **({"row": row} if row is not None else {})}
-        with open(self.run_dir / "progress.jsonl", "a") as fh:
+        with open(RunPaths(self.run_dir).progress, "a") as fh:
             fh.write(json.dumps(event) + "\n")

@@ -17,13 +17,10 @@ from wirewise.atomic import write_json_atomic
 from wirewise.jobs.failures import describe_failure
 from wirewise.jobs.rank import RankContext
 from wirewise import registry
+from wirewise.runs import RunPaths
 from wirewise.task import TaskSpec
 
 EXIT_OK, EXIT_FAILED = 0, 3
-
-
-def rank_file(run_dir: Path, rank: int) -> Path:
-    return run_dir / f"rank{rank}.json"
 
 
 def _load_workload(name: str):
@@ -63,7 +60,7 @@ def _shutdown(clean: bool) -> None:
 
 
 def run(run_dir: Path) -> int:
-    spec = TaskSpec.model_validate_json((run_dir / "spec.json").read_text())
+    spec = TaskSpec.model_validate_json(RunPaths(run_dir).spec.read_text())
     ctx = RankContext.from_env(spec, run_dir)
     outcome: dict[str, Any] = {"rank": ctx.rank, "status": "ok", "rows": [], "error": None}
     clean = False
@@ -81,7 +78,7 @@ def run(run_dir: Path) -> int:
         if not isinstance(exc, Exception):
             outcome["status"] = "failed"
     outcome["notes"] = ctx.notes
-    write_json_atomic(rank_file(run_dir, ctx.rank), outcome)
+    write_json_atomic(RunPaths(run_dir).rank_outcome(ctx.rank), outcome)
     try:
         _shutdown(clean)
     except Exception:

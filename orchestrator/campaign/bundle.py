@@ -31,7 +31,7 @@ OnTask = Callable[[str, str], None]  # (task id, status) after each task
 def run_bundle(folder: str | Path, runs: list[Attempt], on_task: OnTask | None = None) -> dict[str, str]:
     """Run the bundle's tasks here; returns {task id: status} of what it ran."""
     from wirewise.jobs.launch import run_task
-    from wirewise.runs import RESULT_FILE
+    from wirewise.runs import RunPaths
 
     campaign = CampaignFolder(Path(folder))
     job = read_job_env()
@@ -44,8 +44,9 @@ def run_bundle(folder: str | Path, runs: list[Attempt], on_task: OnTask | None =
         attempt = campaign.claim_attempt(task_id, attempt, job.step_key)
         spec = campaign.read_task(task_id)
         spec = spec.model_copy(update={"attempt": attempt, "device_ids": job.device_ids(spec.gpus)})
-        result = run_task(spec, campaign.attempt_dir(task_id, attempt))
-        if result.name != RESULT_FILE:
+        run_folder = campaign.attempt_dir(task_id, attempt)
+        result = run_task(spec, run_folder)
+        if result != RunPaths(run_folder).result:
             continue  # another node of a multi-node task: node 0 writes the result
         status = json.loads(result.read_text())["status"]
         campaign.write_outcome(task_id, status, attempt)

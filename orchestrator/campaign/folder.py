@@ -5,7 +5,7 @@ as they run. It lives on storage both see (for Slurm, a shared file system).
     FOLDER/plan.json                      the plan (`campaign plan --json`)
     FOLDER/tasks/TASK/spec.json           the task (wirewise.task.TaskSpec)
     FOLDER/tasks/TASK/attemptN.claim      which run took attempt N (the Slurm step, wirewise.jobenv.JobEnv.step_key)
-    FOLDER/tasks/TASK/attemptN/           run folder of the N-th run: rank logs, result.json
+    FOLDER/tasks/TASK/attemptN/           run folder of the N-th run: rank logs, result.json (wirewise.runs.RunPaths)
     FOLDER/tasks/TASK/outcome.json        {"status", "attempt"} of the latest finished run
     FOLDER/outcomes/TASK.N.STATUS         an empty file per finished run: the campaign's outcomes in one folder
     FOLDER/submitit/                      submitit's pickles and job logs (the Slurm executor's)
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from wirewise.atomic import write_json_atomic
 from wirewise.errors import UserError
 from wirewise.limits import MAX_RESULT_BYTES, MAX_SMALL_FILE_BYTES, read_bounded, read_head
-from wirewise.runs import RESULT_FILE
+from wirewise.runs import SUBMITIT, RunPaths
 
 if TYPE_CHECKING:  # status reads folders without pydantic: it must answer fast
     from wirewise.task import TaskSpec
@@ -60,17 +60,24 @@ class CampaignFolder:
     root: Path
 
     def task_dir(self, task_id: str) -> Path:
-        return self.root / "tasks" / task_id
+        return self.root / TASKS / task_id
+
+    def task_spec(self, task_id: str) -> Path:
+        """The task's spec.json: the one every attempt's run folder gets (RunPaths.spec)."""
+        return RunPaths(self.task_dir(task_id)).spec
+
+    @property
+    def submitit(self) -> Path:
+        return self.root / SUBMITIT
 
     def write_task(self, spec: TaskSpec) -> None:
-        folder = self.task_dir(spec.task_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(folder / "spec.json", spec.model_dump(mode="json"))
+        self.task_dir(spec.task_id).mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.task_spec(spec.task_id), spec.model_dump(mode="json"))
 
     def read_task(self, task_id: str) -> TaskSpec:
         from wirewise.task import TaskSpec
 
-        return TaskSpec.model_validate_json((self.task_dir(task_id) / "spec.json").read_text())
+        return TaskSpec.model_validate_json(self.task_spec(task_id).read_text())
 
     def claim_attempt(self, task_id: str, at_least: int, step: str | None) -> int:
         """The attempt this run of the task is: the first from `at_least` after every attempt
@@ -103,7 +110,7 @@ class CampaignFolder:
         return self.task_dir(task_id) / f"attempt{attempt}"
 
     def result_file(self, task_id: str, attempt: int) -> Path:
-        return self.attempt_dir(task_id, attempt) / RESULT_FILE
+        return RunPaths(self.attempt_dir(task_id, attempt)).result
 
     def write_outcome(self, task_id: str, status: str, attempt: int) -> None:
         write_json_atomic(self.task_dir(task_id) / OUTCOME, {"status": status, "attempt": attempt})
@@ -152,7 +159,7 @@ class CampaignFolder:
             (self.root / name).unlink(missing_ok=True)
         for task_id in task_ids:
             shutil.rmtree(self.task_dir(task_id), ignore_errors=True)
-        for empty in (self.root / TASKS, self.root / OUTCOMES, self.root / "submitit"):
+        for empty in (self.root / TASKS, self.root / OUTCOMES, self.submitit):
             with suppress(OSError):
                 empty.rmdir()
 
@@ -170,7 +177,7 @@ class CampaignFolder:
         result but not yet its outcome (its element was killed in between) is read from the result.
         One directory listing and one small read per task: `campaign status` reads it only for
         tasks outcomes/ does not settle (CampaignFolder.outcome_index)."""
-        folder = os.path.join(self.root, "tasks", task_id)
+        folder = os.path.join(self.root, TASKS, task_id)
         try:
             names = os.listdir(folder)
         except FileNotFoundError:
@@ -182,7 +189,7 @@ class CampaignFolder:
             outcome = _read_outcome(os.path.join(folder, OUTCOME), MAX_SMALL_FILE_BYTES)
             if outcome is not None and outcome.get("attempt") == latest:
                 return outcome
-        found = _read_outcome(os.path.join(folder, f"attempt{latest}", RESULT_FILE), MAX_RESULT_BYTES)
+        found = _read_outcome(str(self.result_file(task_id, latest)), MAX_RESULT_BYTES)
         return None if found is None else {"status": found["status"], "attempt": latest}
 
 
@@ -281,7 +288,7 @@ def check_folder(root: Path, name: str) -> None:
 def missing_task_specs(root: Path, task_ids) -> list[str]:
     """The tasks among `task_ids` whose spec.json is gone (a run needs it)."""
     folder = CampaignFolder(root)
-    return [task_id for task_id in task_ids if not (folder.task_dir(task_id) / "spec.json").is_file()]
+    return [task_id for task_id in task_ids if not folder.task_spec(task_id).is_file()]
 
 
 def read_plan_node(root: Path) -> dict[str, Any]:

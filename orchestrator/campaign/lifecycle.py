@@ -80,9 +80,9 @@ def plan_fleet_spec(spec: CampaignSpec, db: str | None, include_down: bool, prob
 
 
 def campaign_folder(spec: CampaignSpec) -> Path:
-    from wirewise.runs import runs_root
+    from wirewise.runs import RunsRoot
 
-    folder = Path(spec.target.folder) if spec.target.folder else runs_root() / "campaigns" / spec.name
+    folder = Path(spec.target.folder) if spec.target.folder else RunsRoot.configured().campaign(spec.name)
     return folder.expanduser().resolve()
 
 

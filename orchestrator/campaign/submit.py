@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wirewise.orchestrator.campaign.bundle import Attempt
+from wirewise.orchestrator.campaign.folder import CampaignFolder
 from wirewise.orchestrator.campaign.spec import Target
 from wirewise.errors import UserError
 from wirewise.orchestrator.executor.core import Executor, JobRequest, Node, Scope
@@ -83,7 +84,7 @@ def job_request(target: Target, name: str, gpus_per_node: int | None, root: Path
     """The job every element of the campaign asks for: whole nodes of the target."""
     constraint = "&".join(c for c in (target.constraint, target.fabric, fingerprint_feature(target.fingerprint)) if c)
     return JobRequest(
-        folder=root / "submitit", name=f"wirewise-{name}", time_min=target.time_minutes, nodes=target.nodes,
+        folder=CampaignFolder(root).submitit, name=f"wirewise-{name}", time_min=target.time_minutes, nodes=target.nodes,
         tasks_per_node=1, whole_node=True, gpus_per_node=gpus_per_node or None, partition=target.partition,
         account=target.account, qos=target.qos, constraint=constraint or None, nodelist=target.nodelist, reservation=target.reservation,
         parallelism=target.array_parallelism, requeue=False, labels=SPEC_LABELS,

@@ -36,11 +36,11 @@ def run(
 ) -> None:
     """Submit your own command to Slurm on well-connected GPUs, with the advised strategy in WIREWISE_STRATEGY."""
     from wirewise.orchestrator.userjob import RunRequest, run_for
-    from wirewise.runs import runs_root
+    from wirewise.runs import RunsRoot
 
     request = RunRequest(
         command=list(command or []), gpus=gpus, whole_node=whole_node, model=model, node=node, partition=site_partition(partition, node),
-        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder_path(folder, "--folder", "wirewise-runs") if folder is not None else runs_root() / "jobs",
+        time_min=time_min, cpus_per_task=cpus_per_task, folder=folder_path(folder, "--folder", "wirewise-runs") if folder is not None else RunsRoot.configured().jobs(),
         start_timeout_s=start_timeout, nodes=nodes,
     )
     emit(run_for(request, topology_file, db, gpu_mem_gb, gpu_name), json, print_run)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from wirewise.orchestrator.executor import SLURM
 from wirewise.orchestrator.executor.core import Node, Scope
 from wirewise.orchestrator.fleet.schedule import MODES, next_round
 from wirewise.orchestrator.fleet.verdict import Measure, Pair, Verdict, judge
+from wirewise.runs import utc_stamp
 
 POLL_S = 1.0
 OnRound = Callable[[int, list[Pair], list[Measure]], None]  # (round, its pairs, their measures)
@@ -116,7 +116,7 @@ class PairCheck:
 
 
 def _default_name() -> str:
-    return f"pairs-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    return f"pairs-{utc_stamp()}"
 
 
 class _PairCampaign:

@@ -26,12 +26,12 @@ retest drains each node it resumed again, deletes its reservation and records th
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timezone
 from typing import Any
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.health.findings import is_ours
 from wirewise.orchestrator.health.rules import Rules
+from wirewise.runs import utc_stamp
 
 TRAIL = 20  # actions per node that status shows
 RETEST_SLACK_MIN = 10  # the reservation outlasts the re-test's timeout by this much
@@ -311,7 +311,7 @@ def _retest(store, rules, states, todo, by_node, partition, timeout_s, rules_fil
     from wirewise.orchestrator.store.health import clear_findings, confirm_findings, record_action
 
     who = asked_by()
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+    stamp = utc_stamp("digits")
     runs, reserved = [], []
     stopped = None
     with stops_raise():

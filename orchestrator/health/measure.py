@@ -26,13 +26,13 @@ import json
 import statistics
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from wirewise.orchestrator.executor import SLURM
 from wirewise.orchestrator.health.findings import LIVE_RULES
 from wirewise.orchestrator.health.rules import Rules
+from wirewise.runs import utc_stamp
 
 FAILING, PASSING, NOT_MEASURED = "failing", "passing", "not-measured"
 CANCELLED = "cancelled"  # a result of a repeat stopped before it ended (its deadline passed): it judges nothing
@@ -84,7 +84,7 @@ class NodeRun:
 def run_all(store, rules: Rules, runs: list[NodeRun], partition: str | None, timeout_s: float,
             rules_file: str | None = None) -> list[NodeRun]:
     """Submit every node's measurements at once, wait for them (at most timeout_s), judge."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = utc_stamp()
     try:
         for run in runs:
             _submit(store, rules, run, partition, timeout_s, stamp, rules_file)
@@ -140,14 +140,14 @@ def _submit_pairs(store, runs: list[NodeRun], partition: str | None, stamp: str)
 def campaign_spec(name: str, run: NodeRun, measured: list[dict[str, Any]], rules: Rules, partition: str | None,
                   timeout_s: float) -> dict[str, Any]:
     """The campaign that repeats the findings' measurements on the node (one workload each)."""
-    from wirewise.orchestrator.run.folders import runs_root
+    from wirewise.runs import RunsRoot
 
     workloads = [_workload(f["measurement"], rules) for f in measured]
     cpu = any("cpu" in (f["measurement"].get("device"), f["measurement"]["case"].get("device")) for f in measured)
     minutes = max(5, int(timeout_s // 60) + 2)
     target: dict[str, Any] = {
         "executor": SLURM, "nodelist": run.node, "time": str(minutes), "timeout_s": max(30.0, timeout_s - 30),
-        "folder": str((runs_root() / "fleet" / name).resolve()), "tasks_per_element": 64,
+        "folder": str(RunsRoot.configured().fleet_check(name).resolve()), "tasks_per_element": 64,
     }
     for key, value in (("partition", partition), ("reservation", run.reservation), ("backend", "gloo" if cpu else None)):
         if value:
@@ -209,9 +209,9 @@ def _submit_campaign(store, run: NodeRun, doc: dict[str, Any]) -> None:
 def _submit_live(store, run: NodeRun, name: str, partition: str | None, timeout_s: float, rules_file: str | None) -> None:
     from wirewise.orchestrator.executor import executor_named
     from wirewise.orchestrator.executor.core import JobRequest
-    from wirewise.orchestrator.run.folders import runs_root
+    from wirewise.runs import RunsRoot
 
-    folder = (runs_root() / "fleet" / f"{name}-live").resolve()
+    folder = RunsRoot.configured().live_check(name).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     run.live_file = folder / "live.json"
     request = JobRequest(folder=folder, name=f"{name}-live"[:128], time_min=max(LIVE_MIN_TIME_MIN, int(timeout_s // 60) + 1),

@@ -61,7 +61,7 @@ class Launch:
 
 def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[str, str] | None = None) -> Launch:
     """What `wirewise launch` runs for this advice: UserError for what cannot start."""
-    from wirewise.runs import run_dir_name
+    from wirewise.runs import RunsRoot
     from wirewise.jobenv import read_job_env
     from wirewise.orchestrator.slurm.steps import one_task_per_node
 
@@ -70,7 +70,7 @@ def plan_launch(advice: Advice, script: list[str], db: str | None, env: Mapping[
         why = next((r.removeprefix("strategy: ") for r in advice.reasons if "nothing fits" in r), "no strategy fits")
         raise UserError(f"{why} (or name a strategy with --strategy to run anyway)")
     script = check_script(script)
-    run_dir = run_dir_name(f"launch-{advice.slurm_job_id}" if advice.slurm_job_id else "launch").resolve()
+    run_dir = RunsRoot.configured().new_run(f"launch-{advice.slurm_job_id}" if advice.slurm_job_id else "launch").resolve()
     db_url = absolute_url(db)
     file = _launch_file(advice, script, run_dir, display_url(db_url))
     job = read_job_env(env)

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from wirewise.errors import UserError
 from wirewise.orchestrator.executor import SLURM
 from wirewise.orchestrator.executor.core import CANCELLED, ENDED, TIMEOUT, JobRequest, Node, Scope
+from wirewise.runs import SurveyPaths
 
 POLL_S = 1.0
 # What a person wrote for each value the survey's jobs hand Slurm.
@@ -79,11 +78,10 @@ def survey_nodes(store, nodes: list[Node], executor: str, include_down: bool = F
                  wait_s: float = 600.0, root: Path | None = None, on_progress: OnProgress | None = None) -> Survey:
     """survey() on nodes already listed (a fleet campaign's that have no stored wiring)."""
     from wirewise.orchestrator.executor import executor_named
-    from wirewise.orchestrator.run.folders import runs_root
     from wirewise.orchestrator.survey.job import SurveyJob
 
-    folder = (root or runs_root() / "survey") / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    result = Survey(str(folder))
+    paths = SurveyPaths.new(root)
+    result = Survey(str(paths.folder))
     todo = []
     for node in nodes:
         if node.unavailable and not include_down:
@@ -95,21 +93,21 @@ def survey_nodes(store, nodes: list[Node], executor: str, include_down: bool = F
     if not todo:
         return result
     runner = executor_named(executor)
-    (folder / "nodes").mkdir(parents=True, exist_ok=True)
+    paths.nodes.mkdir(parents=True, exist_ok=True)
     elements: dict[str, str] = {}
     try:
         for node in todo:
-            request = JobRequest(folder=folder / "submitit", name="wirewise-survey", time_min=time_min,
+            request = JobRequest(folder=paths.submitit, name="wirewise-survey", time_min=time_min,
                                  gpus_per_node=node.gpus, nodelist=node.name, partition=_partition_of(node),
                                  requeue=False, labels=SURVEY_LABELS)
-            submitted = runner.submit(request, SurveyJob(), [(str(folder / "nodes"), node.name)])
+            submitted = runner.submit(request, SurveyJob(), [(str(paths.folder), node.name)])
             elements[node.name] = submitted.elements[0]
-        _wait(runner, elements, folder, wait_s, on_progress)
+        _wait(runner, elements, paths, wait_s, on_progress)
     finally:
-        left = [element for name, element in elements.items() if not _answer(folder, name).exists()]
+        left = [element for name, element in elements.items() if not paths.answer(name).exists()]
         if left:
             runner.cancel(left)  # nothing of the survey stays queued
-    _store_answers(store, result, elements, runner.states(list(elements.values())), folder, wait_s)
+    _store_answers(store, result, elements, runner.states(list(elements.values())), paths, wait_s)
     return result
 
 
@@ -117,15 +115,11 @@ def _partition_of(node: Node) -> str | None:
     return node.partitions[0] if node.partitions else None
 
 
-def _answer(folder: Path, node: str) -> Path:
-    return folder / "nodes" / f"{node}.json"
-
-
-def _wait(runner, elements: dict[str, str], folder: Path, wait_s: float, on_progress: OnProgress | None) -> None:
+def _wait(runner, elements: dict[str, str], paths: SurveyPaths, wait_s: float, on_progress: OnProgress | None) -> None:
     """Until every node answered or its job ended, or `wait_s` passed: one state query per poll."""
     deadline = time.monotonic() + wait_s
     while True:
-        answered = [name for name in elements if _answer(folder, name).exists()]
+        answered = [name for name in elements if paths.answer(name).exists()]
         if on_progress is not None:
             on_progress(len(answered), len(elements))
         waiting = [element for name, element in elements.items() if name not in answered]
@@ -137,15 +131,15 @@ def _wait(runner, elements: dict[str, str], folder: Path, wait_s: float, on_prog
         time.sleep(POLL_S)
 
 
-def _store_answers(store, result: Survey, elements: dict[str, str], states: dict, folder: Path, wait_s: float) -> None:
+def _store_answers(store, result: Survey, elements: dict[str, str], states: dict, paths: SurveyPaths, wait_s: float) -> None:
     from wirewise.orchestrator.store.topology import save_topology
     from wirewise.topology import Topology
 
     for name, element in elements.items():
-        path = _answer(folder, name)
+        path = paths.answer(name)
         if not path.exists():
             if states.get(element) == ENDED:
-                result.failed[name] = f"its job {element} ended without an answer (logs: {folder / 'submitit'})"
+                result.failed[name] = f"its job {element} ended without an answer (logs: {paths.submitit})"
             else:
                 result.failed[name] = f"no answer within {wait_s:g} s: its job {element} was cancelled"
             continue

@@ -40,6 +40,7 @@ def test_local_campaign_end_to_end(tmp_path, db_url):
     assert report["tasks"] == 4 and report["counts"] == {"ok": 2, "failed": 2}
     folder = Path(report["folder"])
     assert folder == (tmp_path / "runs" / "campaigns" / "local-t")
+    _check_layout(folder, report["counts"])
 
     status = run("campaign", "status", "local-t")
     by_task = {t["task_id"]: t for t in status["tasks"]}
@@ -77,6 +78,25 @@ def test_local_campaign_end_to_end(tmp_path, db_url):
 
     listed = run("campaign", "list")
     assert [(c["name"], c["tasks"], c["counts"]) for c in listed] == [("local-t", 4, {"ok": 2, "failed": 2})]
+
+
+def _check_layout(folder: Path, counts: dict[str, int]) -> None:
+    """The folder as operators' scripts and earlier campaigns read it (docs/campaigns.md), names
+    written out here so that a change of one in wirewise.runs or the campaign folder fails; and
+    each of a run's files is the one wirewise.runs.RunPaths names."""
+    from wirewise.runs import RunPaths
+
+    assert {p.name for p in folder.iterdir()} == {"spec.yaml", "plan.json", "tasks", "outcomes"}
+    outcomes = sorted(p.name.rsplit(".", 2)[1:] for p in (folder / "outcomes").iterdir())
+    assert outcomes == sorted([["1", status] for status, n in counts.items() for _ in range(n)])
+    for task in (folder / "tasks").iterdir():
+        assert {p.name for p in task.iterdir()} == {"spec.json", "outcome.json", "attempt1.claim", "attempt1"}
+        run = task / "attempt1"
+        wrote = {p.name for p in run.iterdir()}
+        assert {"spec.json", "result.json", "rank0.log", "rank1.log", "rank0.json", "rank1.json"} <= wrote
+        paths = RunPaths(run)
+        named = {paths.spec, paths.result, *(f(r) for f in (paths.rank_log, paths.rank_outcome) for r in (0, 1))}
+        assert {p.name for p in named} <= wrote and all(p.parent == run for p in named)
 
 
 def _check_junit(run, tmp_path: Path, by_task: dict) -> None:
