@@ -69,7 +69,7 @@ def _select(store: Store, table: str, columns: dict[str, str | None], where: Cal
 
 
 def _of_nodes(nodes: list[str] | None, p) -> str | None:
-    return None if nodes is None else f"node IN ({p.each(nodes)})"
+    return None if nodes is None else p.among("node", nodes)
 
 
 def _newest_ids(table: str, order: str, newest: int, where: Callable | None, nodes: list[str] | None, p, d) -> str:
@@ -127,7 +127,7 @@ def imported_baselines(store: Store, fingerprints: set[str] | None = None) -> li
     fields of wirewise.orchestrator.health.baseline.Baseline."""
     if fingerprints is not None and not fingerprints:
         return []
-    where = None if fingerprints is None else (lambda p, d: f"fingerprint IN ({p.each(sorted(fingerprints))})")
+    where = None if fingerprints is None else (lambda p, d: p.among("fingerprint", sorted(fingerprints)))
     return _select(store, "baselines", BASELINE_COLUMNS, where, order="imported_at DESC, id DESC")
 
 
@@ -138,7 +138,7 @@ def result_runs(store: Store, ids: list[int]) -> dict[int, dict[str, Any]]:
         return {}
     with store.read() as db:
         d, p = db.dialect, db.params()
-        rows = db.rows(f"SELECT id, gpus, params, gpu_count, extra FROM results WHERE id IN ({p.each(sorted(set(ids)))})", p)
+        rows = db.rows(f"SELECT id, gpus, params, gpu_count, extra FROM results WHERE {p.among('id', sorted(set(ids)))}", p)
     found = {}
     for result_id, gpus, params, gpu_count, extra in rows:
         gpus, params, extra = d.json(gpus), d.json(params), d.json(extra)
@@ -156,7 +156,7 @@ def results_in_one_domain(store: Store, ids: list[int]) -> dict[int, bool]:
         return {}
     with store.read() as db:
         d, p = db.dialect, db.params()
-        rows = db.rows(f"SELECT id, nodes FROM results WHERE id IN ({p.each(sorted(set(ids)))})", p)
+        rows = db.rows(f"SELECT id, nodes FROM results WHERE {p.among('id', sorted(set(ids)))}", p)
     domains = node_domains(store)
     found = {}
     for result_id, nodes in rows:
@@ -305,7 +305,7 @@ def findings(store: Store, nodes: list[str] | None = None, status: str | None = 
         return []
 
     def where(p, d) -> str:
-        return _all(status is not None and f"status = {p(status)}", ids is not None and f"id IN ({p.each(ids)})")
+        return _all(status is not None and f"status = {p(status)}", ids is not None and p.among("id", ids))
 
     return _select(store, "findings", FINDING_COLUMNS, where, nodes=nodes)
 
@@ -351,8 +351,8 @@ def actions(store: Store, nodes: list[str] | None = None, since: datetime | None
         return []
 
     def where(p, d) -> str:
-        return _all(since is not None and f"at >= {p(d.moment(since))}", kinds is not None and f"action IN ({p.each(kinds)})",
-                    outcomes is not None and f"outcome IN ({p.each(outcomes)})")
+        return _all(since is not None and f"at >= {p(d.moment(since))}", kinds is not None and p.among("action", kinds),
+                    outcomes is not None and p.among("outcome", outcomes))
 
     return _select(store, "fleet_actions", ACTION_COLUMNS, where, order="at, id", newest=last, nodes=nodes)
 
@@ -443,7 +443,7 @@ def _claims(rows_of: Callable[[str, Params], list[tuple]], d: Dialect, now: date
     p = Params(d)
     found = []
     for action_id, node, who, evidence, at in rows_of(
-            f"SELECT id, node, asked_by, evidence, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
+            f"SELECT id, node, asked_by, evidence, at FROM fleet_actions WHERE {p.among('action', DRAINING_ACTIONS)} "
             f"AND outcome = {p(CLAIMED)}", p):
         until = (d.json(evidence) or {}).get("claim_until")
         found.append((action_id, node, who, datetime.fromisoformat(until) if until else d.when(at) + RECENT_CLAIMS))
@@ -467,7 +467,7 @@ def _taken(rows_of, d: Dialect, now: datetime, seen_at: datetime | None) -> dict
              for _, node, who, until in _claims(rows_of, d, now) if until > now}
     if seen_at is not None:
         p = Params(d)
-        for node, who, at in rows_of(f"SELECT node, asked_by, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
+        for node, who, at in rows_of(f"SELECT node, asked_by, at FROM fleet_actions WHERE {p.among('action', DRAINING_ACTIONS)} "
                                      f"AND outcome = {p(DRAINED)} AND at >= {p(d.moment(seen_at))}", p):
             taken.setdefault(node, f"drained by {who} at {d.when(at):%H:%M:%S} UTC, after its state was read")
     return taken
@@ -477,7 +477,7 @@ def _drains_lately(rows_of: Callable[[str, Params], list[tuple]], d: Dialect, no
     """(how many drains wirewise holds claimed or applied in the DRAIN_WINDOW before `now`, the
     nodes of those: claimed now, or drained in the last RECENT_CLAIMS), read by `rows_of(sql, params)`."""
     p = Params(d)
-    drained = rows_of(f"SELECT node, at FROM fleet_actions WHERE action IN ({p.each(DRAINING_ACTIONS)}) "
+    drained = rows_of(f"SELECT node, at FROM fleet_actions WHERE {p.among('action', DRAINING_ACTIONS)} "
                       f"AND outcome = {p(DRAINED)} AND at >= {p(d.moment(now - DRAIN_WINDOW))}", p)
     claimed = [(node, until) for _, node, _, until in _claims(rows_of, d, now) if until > now]
     recent = {node for node, at in drained if d.when(at) >= now - RECENT_CLAIMS} | {node for node, _ in claimed}

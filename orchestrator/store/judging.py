@@ -112,7 +112,7 @@ def newest_carried(store: Store, filters: Filters, nodes: list[str]) -> list[dic
             f"SELECT {', '.join(names)} FROM (SELECT {columns}, "
             "ROW_NUMBER() OVER (PARTITION BY node, case_key ORDER BY started_at DESC, id DESC) AS newest_n, "
             "min(id) OVER (PARTITION BY node, case_key) AS first_id FROM results "
-            f"WHERE {_and(_where(replace(filters, status='ok'), p))} AND node IN ({p.each(nodes)}) "
+            f"WHERE {_and(_where(replace(filters, status='ok'), p))} AND {p.among('node', nodes)} "
             "AND transport_carried IS NOT NULL AND transport_carried <> '') AS carried "
             "WHERE newest_n = 1 ORDER BY node, first_id", p)
         return as_rows(names, rows, db.dialect.when, ordered=False)

@@ -43,14 +43,14 @@ def prune(store: Store, before: datetime, keep_per_case: int | None = None, dry_
         counts: dict[str, Any] = {"older": scalar(f"SELECT count(*) FROM results WHERE {older}", old)}
         p = Params(d)
         condition = f"started_at < {p(d.moment(before))}"  # each placeholder bound in the order it is written
-        condition += f" AND id IN ({p.each(evidence)})" if evidence else " AND 1 = 0"
+        condition += f" AND {p.among('id', evidence)}"
         counts["kept_for_findings"] = scalar(f"SELECT count(*) FROM results WHERE {condition}", p)
         counts["kept_for_baselines"] = 0
         if keep_per_case is not None:
             p = Params(d)
             condition = f"started_at < {p(d.moment(before))}"
             condition += f" AND id IN ({_newest_of_each_case(p, keep_per_case)})"
-            condition += f" AND id NOT IN ({p.each(evidence)})" if evidence else ""
+            condition += f" AND {p.not_among('id', evidence)}"
             counts["kept_for_baselines"] = scalar(f"SELECT count(*) FROM results WHERE {condition}", p)
         p = Params(d)
         doomed = _doomed_results(p, d, before, evidence, keep_per_case)
@@ -91,7 +91,7 @@ def _doomed_results(p: Params, d, before: datetime, evidence: list[int], baselin
     """The condition of the results pruning removes."""
     condition = f"started_at < {p(d.moment(before))}"
     if evidence:
-        condition += f" AND id NOT IN ({p.each(evidence)})"
+        condition += f" AND {p.not_among('id', evidence)}"
     if baseline is not None:
         condition += f" AND id NOT IN ({_newest_of_each_case(p, baseline)})"
     return condition

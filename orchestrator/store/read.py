@@ -30,7 +30,7 @@ from wirewise.clock import as_utc
 MMAP_BYTES = 4 << 30  # address space only; SQLite maps no more than the file holds
 _PLAIN_SQLITE = re.compile(r"^sqlite:///(?P<path>[^?#%]+)$")
 _PSYCOPG = re.compile(r"^postgresql\+psycopg(?P<rest>://.*)$", re.DOTALL)
-# A list longer than this is bound as one parameter (Params.each): well under SQLite's 32,766
+# A list longer than this is bound as one parameter (Params.among): well under SQLite's 32,766
 # variables and PostgreSQL's 65,535 even with several lists in one statement.
 LIST_PLACEHOLDERS = 1000
 UPPERMOST = "\uffff"  # after every character of a name: `x >= prefix AND x < prefix + UPPERMOST` is "starts with"
@@ -166,19 +166,21 @@ POSTGRESQL = Dialect("postgresql", "%s")
 
 def in_chunks(values: list) -> list[list]:
     """`values` in slices of at most LIST_PLACEHOLDERS: for SQLAlchemy's `column.in_(...)` in a
-    write, which binds a parameter per value (Params.each says why a fleet's list must not)."""
+    write, which binds a parameter per value (Params.among says why a fleet's list must not)."""
     return [values[start:start + LIST_PLACEHOLDERS] for start in range(0, len(values), LIST_PLACEHOLDERS)]
 
 
-def _array_type(values: list) -> str:
-    """PostgreSQL's array type for a list of one kind of value (ids and sizes, names and keys)."""
-    if all(isinstance(value, int) and not isinstance(value, bool) for value in values):
-        return "BIGINT[]"
-    if all(isinstance(value, str) for value in values):
-        return "TEXT[]"
-    if all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
-        return "DOUBLE PRECISION[]"
-    raise TypeError(f"no PostgreSQL array type for a list of {sorted({type(v).__name__ for v in values})}")
+def _array_text(values: list) -> str:
+    """A list as PostgreSQL's text of an array, every element quoted (a quote or backslash in it
+    escaped). Bound as a parameter of no type (psycopg sends a str so), it takes the array type of
+    the column it is compared with: an array of another type (BIGINT[] against an INTEGER id)
+    compares across types, which PostgreSQL does not hash, and it searched the 40,000 ids of
+    tests/store/test_fleet_lists.py one by one for each row (24 s, 2.9 s with the column's own type)."""
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError(f"no PostgreSQL array text for {type(value).__name__} {value!r}")
+    quoted = (str(value).replace("\\", "\\\\").replace('"', '\\"') for value in values)
+    return "{" + ",".join(f'"{text}"' for text in quoted) + "}"
 
 
 class Params:
@@ -192,19 +194,38 @@ class Params:
         self.values.append(value)
         return self.dialect.placeholder
 
-    def each(self, values) -> str:
-        """The values of `x IN (...)`: a placeholder per value for a short list; beyond
-        LIST_PLACEHOLDERS, one parameter holding the whole list, read back as rows
-        (`SELECT value FROM json_each(?)` on SQLite, `SELECT unnest(CAST(%s AS type[]))` on
-        PostgreSQL). A fleet's nodes, ids or keys are lists of any size: SQLite binds at most
-        32,766 variables per statement and PostgreSQL 65,535, so one placeholder per node fails
-        at 100,000 nodes; short lists keep their placeholders, which both planners read best."""
+    def among(self, column: str, values) -> str:
+        """The condition `column IN values`, for a list of any length (empty: no row).
+
+        A short list gets a placeholder per value, which both planners read best. Beyond
+        LIST_PLACEHOLDERS the list is bound as one parameter: SQLite binds at most 32,766
+        variables per statement and PostgreSQL 65,535, so one placeholder per node fails at
+        100,000 nodes. SQLite reads it back as rows, `IN (SELECT value FROM json_each(?))`, which
+        it builds into a temporary index once. PostgreSQL gets the array itself, `column =
+        ANY(%s)` of the column's own type (_array_text): a hashed lookup in a scan's filter, or
+        an index scan's array, whatever its statistics say. Read back as rows there (`IN (SELECT
+        unnest(...))`), the list became a join whose sizes the planner guesses, and with no
+        statistics yet (the first `fleet status` after 40,000 nodes were recorded) it took the
+        actions' side for one row and joined them in a nested loop: 40,000 x 40,000
+        comparisons, `health.actions(last=1)` cancelled at 120 s where the array takes 4 to 6 s
+        (tests/store/test_fleet_lists.py, the shared 2-core machine)."""
+        return self._listed(column, values, negated=False)
+
+    def not_among(self, column: str, values) -> str:
+        """The condition `column NOT IN values` (empty: every row), written as `among` says."""
+        return self._listed(column, values, negated=True)
+
+    def _listed(self, column: str, values, negated: bool) -> str:
         values = list(values)
+        if not values:
+            return "1 = 1" if negated else "1 = 0"
+        keyword = "NOT IN" if negated else "IN"
         if len(values) <= LIST_PLACEHOLDERS:
-            return ", ".join(self(value) for value in values)
+            return f"{column} {keyword} ({', '.join(self(value) for value in values)})"
         if self.dialect.sqlite:
-            return f"SELECT value FROM json_each({self(json.dumps(values))})"
-        return f"SELECT unnest(CAST({self(values)} AS {_array_type(values)}))"
+            return f"{column} {keyword} (SELECT value FROM json_each({self(json.dumps(values))}))"
+        array = self(_array_text(values))
+        return f"{column} <> ALL({array})" if negated else f"{column} = ANY({array})"
 
 
 class Reader:

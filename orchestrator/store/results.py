@@ -116,7 +116,7 @@ def _where(f: Filters, p: Params) -> list[str]:
     if f.since is not None:
         found.append(f"started_at >= {p(d.moment(f.since))}")
     if f.campaigns:
-        found.append(f"campaign IN ({p.each(f.campaigns)})")
+        found.append(p.among("campaign", f.campaigns))
     if not f.include_cpu:
         found.append("device = 'gpu'")
     return found
@@ -351,9 +351,9 @@ def campaign_names(store: Store, wanted: Iterable[str]) -> set[str]:
         return set()
     with store.read() as db:
         p = db.params()
-        planned = db.column(f"SELECT name FROM campaigns WHERE name IN ({p.each(wanted)})", p)
+        planned = db.column(f"SELECT name FROM campaigns WHERE {p.among('name', wanted)}", p)
         p = db.params()
-        seen = db.column(f"SELECT DISTINCT campaign FROM results WHERE campaign IN ({p.each(wanted)})", p)
+        seen = db.column(f"SELECT DISTINCT campaign FROM results WHERE {p.among('campaign', wanted)}", p)
     return set(planned) | set(seen)
 
 
@@ -363,7 +363,7 @@ def stored_cases(store: Store, record_ids: list[str]) -> list[tuple[str, str]]:
         return []
     with store.read() as db:
         p = db.params()
-        return sorted(db.rows(f"SELECT DISTINCT fingerprint, case_key FROM results WHERE record_id IN ({p.each(record_ids)}) "
+        return sorted(db.rows(f"SELECT DISTINCT fingerprint, case_key FROM results WHERE {p.among('record_id', record_ids)} "
                               "AND fingerprint IS NOT NULL", p))
 
 
@@ -409,7 +409,7 @@ def _result_columns(store: Store, columns: tuple[str, ...], conditions: list[str
     with store.read() as db:
         d, p = db.dialect, db.params()
         conditions = [*conditions, *(
-            f"{name} IN ({p.each(value) or 'NULL'})" if isinstance(value, tuple) else f"{name} = {p(value)}"
+            p.among(name, value) if isinstance(value, tuple) else f"{name} = {p(value)}"
             for name, value in equal.items()
         )]
         conditions += [f"{d.number(name) if name in NUMBER_COLUMNS else name} IS NOT NULL" for name in present]

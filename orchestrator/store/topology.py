@@ -101,9 +101,9 @@ def node_wirings(store: Store, fingerprints: Iterable[str] | None = None, nodes:
         d, p = db.dialect, db.params()
         conditions = []
         if fingerprints is not None:
-            conditions.append(f"t.fingerprint IN ({p.each(fingerprints) or 'NULL'})")
+            conditions.append(p.among("t.fingerprint", fingerprints))
         if nodes is not None:
-            conditions.append(f"n.name IN ({p.each(nodes) or 'NULL'})")
+            conditions.append(p.among("n.name", nodes))
         rows = db.rows(
             "SELECT n.name, t.id, t.fingerprint, t.fabric, t.switched, t.gpu_count, t.gpu_model, nt.details, "
             "nt.first_seen, nt.last_seen FROM nodes n JOIN node_topologies nt ON nt.node_id = n.id "
@@ -113,7 +113,7 @@ def node_wirings(store: Store, fingerprints: Iterable[str] | None = None, nodes:
         )
         ids, p = sorted({row[1] for row in rows}), db.params()
         parsed = {topology_id: d.json(value) for topology_id, value in
-                  (db.rows(f"SELECT id, parsed FROM topologies WHERE id IN ({p.each(ids)})", p) if ids else [])}
+                  (db.rows(f"SELECT id, parsed FROM topologies WHERE {p.among('id', ids)}", p) if ids else [])}
     return [
         NodeWiring(name, fingerprint, fabric, d.flag(switched), gpu_count, gpu_model, parsed[topology_id], d.json(details),
                    d.when(first_seen), d.when(last_seen))

@@ -329,7 +329,7 @@ def bytes_per_result(url: str) -> str:
         if db.dialect.sqlite:
             names = db.column("SELECT name FROM sqlite_master WHERE tbl_name = 'results'")
             p = db.params()
-            size = db.scalar(f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({p.each(names)})", p)
+            size = db.scalar(f"SELECT sum(pgsize) FROM dbstat WHERE {p.among('name', names)}", p)
             whole = Path(url.removeprefix("sqlite:///")).stat().st_size
         else:
             size = db.scalar("SELECT pg_total_relation_size('results')")
