@@ -14,7 +14,7 @@ other's internals; what they share lives here, torch-free:
 - `wirewise.registry`, `wirewise.strategy`: every plug-in by name, and each training strategy's
   descriptor (what it shards, its traffic per step, its engine configs);
 - `wirewise.configs`: a strategy's accelerate and DeepSpeed configs, rendered from templates/;
-- `wirewise.launch`: what `wirewise launch` decided for a job, as its ranks read it back;
+- `wirewise.launch_file`: what `wirewise launch` decided for a job, as its ranks read it back;
 - `wirewise.jobenv`: the one reader of the scheduler's environment (the Slurm job and its nodes,
   the GPUs by nvidia-smi's index, the ranks), for both sides;
 - `wirewise.dtypes`: the element types, their sizes and nccl-tests' names for them;

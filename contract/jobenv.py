@@ -27,7 +27,7 @@ What each variable means (sbatch(1) and srun(1), "OUTPUT ENVIRONMENT VARIABLES",
   (`GPU-8932f937`); a MIG instance is `MIG-<its UUID>` or `MIG-<GPU UUID>/<GI>/<CI>`; an entry
   that is neither hides itself and every entry after it (`-1`, and Slurm's `NoDevFiles`).
 - The ranks: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and GROUP_RANK, as torchrun,
-  accelerate launch and wirewise.jobs.launch set them.
+  accelerate launch and wirewise.jobs.supervise set them.
 
 Physical index means nvidia-smi's (PCI bus order), which plans, gres.conf (`wirewise topo
 slurm` writes it in that order) and the store use. UUIDs are matched through NVML, whose

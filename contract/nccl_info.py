@@ -25,7 +25,7 @@ NVLS or a ring/tree per call). `carried` joins them with "+", NVLink's first: "N
 "P2P/IPC+NET/IB/GDRDMA"; "local" for a one-rank communicator (nothing leaves the GPU); None
 where the lines say nothing (no INFO output, or NCCL_DEBUG_SUBSYS without INIT).
 
-One reader for every log: the compute side's (wirewise.jobs.launch reads each rank's
+One reader for every log: the compute side's (wirewise.jobs.supervise reads each rank's
 NCCL_DEBUG_FILE) and imported nccl-tests logs (wirewise.orchestrator.record.nccl_tests).
 """
 

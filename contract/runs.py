@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-RESULT_FILE = "result.json"  # a run folder's one result document: jobs.launch writes it, campaigns and collect read it
+RESULT_FILE = "result.json"  # a run folder's one result document: jobs.supervise writes it, campaigns and collect read it
 SPEC_FILE = "spec.json"  # the task a run folder runs (wirewise.task.TaskSpec): written before its ranks start
 PROGRESS_FILE = "progress.jsonl"  # rank 0's progress events, followed by the supervisor
 SUBMITIT = "submitit"  # submitit's pickles and job logs, in a folder of jobs the Slurm executor submitted
@@ -79,7 +79,7 @@ class RunsRoot:
 
 @dataclass(frozen=True)
 class RunPaths:
-    """The files of one run folder. The supervisor (jobs.launch) writes the spec, then each rank
+    """The files of one run folder. The supervisor (jobs.supervise) writes the spec, then each rank
     its log, its outcome and rank 0 the progress events, each node of several its heartbeat, and
     the supervisor the result, which campaigns, collect and `bench` read."""
 

@@ -1,4 +1,4 @@
-"""What a task asks a compute node to do. Built by the control plane, run by wirewise.jobs.launch.
+"""What a task asks a compute node to do. Built by the control plane, run by wirewise.jobs.supervise.
 
 Pure pydantic (no torch), so the control plane can build and validate specs on a login node.
 

@@ -25,7 +25,7 @@ What the record says:
   CUDA_VISIBLE_DEVICES through Slurm's renumbering and NVML's UUIDs), and rank 0 gathers them:
   the record names every node, node 0 first, node 0's GPUs, and counts every node's, with or
   without `wirewise launch` and with or without Slurm. Inside `wirewise launch` its launch file
-  (wirewise.launch) adds the placement, the strategy chosen and why, and the node's wiring
+  (wirewise.launch_file) adds the placement, the strategy chosen and why, and the node's wiring
   (fingerprint); otherwise the wiring is the one NVML reports;
 - the strategy is what ran: read from accelerate's state where accelerate built one (DDP, FSDP,
   DeepSpeed's ZeRO stage), kept under the launch's name when that name's descriptor runs the
@@ -46,7 +46,7 @@ from typing import Any
 from wirewise.clock import utcnow
 from wirewise.collect import collect
 from wirewise.configs import RAN_AS
-from wirewise.launch import LaunchFile, launch_dir, read_launch
+from wirewise.launch_file import LaunchFile, launch_dir, read_launch
 from wirewise.record import ResultRecord
 from wirewise.runs import RunPaths, RunsRoot
 from wirewise.settings import STRATEGY, setting

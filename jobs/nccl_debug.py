@@ -9,7 +9,7 @@ file itself (line-buffered) and expands %h (the host name to its first dot) and 
 pid) in it (NVIDIA/nccl src/debug.cc); the supervisor, which started the rank and knows its
 pid, does the same to find it. After the ranks end, it reads each file
 (wirewise.nccl_info.read_wire) into the rank's file, so node 0 sees every node's ranks
-(wirewise.jobs.launch).
+(wirewise.jobs.supervise).
 
 A user's NCCL_DEBUG below INFO (WARN, VERSION) or NCCL_DEBUG_SUBSYS without INIT leaves the
 connection lines out: the transport carried is then unknown (null), never guessed.

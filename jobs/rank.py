@@ -25,10 +25,10 @@ class RankContext:
 
     @classmethod
     def from_env(cls, spec: TaskSpec, run_dir: Path) -> RankContext:
-        """This rank's place, as wirewise.jobs.launch set it (read by wirewise.jobenv)."""
+        """This rank's place, as wirewise.jobs.supervise set it (read by wirewise.jobenv)."""
         ranks = read_job_env().ranks
         if ranks is None or ranks.rank is None or ranks.local_rank is None:
-            raise RuntimeError("RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE are unset: a rank runs under wirewise.jobs.launch")
+            raise RuntimeError("RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE are unset: a rank runs under wirewise.jobs.supervise")
         return cls(spec=spec, run_dir=run_dir, rank=ranks.rank, world_size=ranks.world_size,
                    local_rank=ranks.local_rank, local_world_size=ranks.local_world_size)
 

@@ -1,4 +1,4 @@
-"""One rank: `python -m wirewise.jobs.worker RUN_DIR`, started by wirewise.jobs.launch with RANK etc. in the env.
+"""One rank: `python -m wirewise.jobs.worker RUN_DIR`, started by wirewise.jobs.supervise with RANK etc. in the env.
 
 It joins the process group, runs the workload's `run_rank(params, ctx)`, and writes
 `rank<N>.json` atomically whatever happens. Only the supervisor turns rank files into

@@ -133,7 +133,7 @@ def placement_across_nodes(k: int | None, db: str | None, per_node: int | None =
     `per_node`: exactly that many GPUs on each node (`wirewise run --nodes`)."""
     from wirewise.orchestrator.placement.nodes import Candidate, choose_nodes
     from wirewise.orchestrator.slurm.nodes import gpus_in_use_on, leaf_switches
-    from wirewise.orchestrator.store.fleet import topologies_of
+    from wirewise.orchestrator.store.topology import topologies_of
     from wirewise.orchestrator.store.topology import node_wirings
 
     store = Store.open_existing(db)

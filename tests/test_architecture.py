@@ -4,7 +4,7 @@ store alone, one name in site-packages, and a control plane that starts without 
 Parts: the contract (`wirewise.*` from contract/), the compute side (`wirewise.jobs`), the
 control plane (`wirewise.orchestrator`, its CLI apart) and the migrations (`wirewise.db`).
 Allowed: contract <- jobs, contract <- orchestrator <- cli; the control plane starts a local
-run through the one entry point `wirewise.jobs.launch`; db <-> store through public names.
+run through the one entry point `wirewise.jobs.supervise`; db <-> store through public names.
 Two edges run the other way, on purpose, each from one contract module to one control-plane
 module and only inside a function (FRONT_DOOR): the `wirewise` package's front door for training
 scripts (`wirewise.advice`, computed by the control plane) resolves `wirewise.orchestrator.api`
@@ -37,7 +37,7 @@ ALLOWED = {
     ("jobs", "jobs"): None,
     ("orchestrator", "contract"): None,
     ("orchestrator", "orchestrator"): None,
-    ("orchestrator", "jobs"): {"wirewise.jobs.launch"},
+    ("orchestrator", "jobs"): {"wirewise.jobs.supervise"},
     ("orchestrator", "db"): {"wirewise.db"},
     ("cli", "contract"): None,
     ("cli", "orchestrator"): None,
@@ -227,7 +227,7 @@ def test_bare_names_do_not_import_outside_the_repository(tmp_path: Path) -> None
     code = (
         "import importlib.util as u, sys\n"
         "print([n for n in ('jobs', 'db', 'templates', 'orchestrator', 'contract') if u.find_spec(n)])\n"
-        "import wirewise.orchestrator.cli.main, wirewise.jobs.launch\n"
+        "import wirewise.orchestrator.cli.main, wirewise.jobs.supervise\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -675,13 +675,13 @@ STAGES = (
     ("store", "slurm"),
     ("executor", "placement", "record"),
     ("results",),
-    ("advise", "run", "report"),
+    ("advise", "bench", "report"),
     ("survey",),
     ("campaign",),
-    ("fleet",),
     ("health",),
+    ("fleet",),
     ("decide",),
-    ("launch", "userjob"),
+    ("launch", "run"),
     ("api",),
     ("cli",),
     ("__main__",),

@@ -582,7 +582,7 @@ def test_a_comment_citing_a_missing_name_is_found() -> None:
         f"{at}:8: naming.gone_too",
         f"{at}:10: results/filters.py:100000",
     ]
-    document = "See `contract/gone.py`, [the plan](docs/gone.md), `wirewise.jobs.launch.run_task` and `plan.py`.\n"
+    document = "See `contract/gone.py`, [the plan](docs/gone.md), `wirewise.jobs.supervise.run_task` and `plan.py`.\n"
     assert broken(document, "docs/planted.md") == ["docs/planted.md:1: contract/gone.py", "docs/planted.md:1: docs/gone.md"]
 
 

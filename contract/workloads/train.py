@@ -2,7 +2,7 @@
 
 Pure pydantic, no torch: the control plane builds these. Field names that are also
 ResultRecord fields (model, strategy, micro_batch, seq_len) are copied into the record
-of a failed run by wirewise.jobs.launch, so a failure still says what was asked.
+of a failed run by wirewise.jobs.supervise, so a failure still says what was asked.
 """
 
 from __future__ import annotations

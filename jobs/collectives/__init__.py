@@ -4,7 +4,7 @@
 - `loop`: the one timing and checking loop, `run_rank(params, ctx)`, run by wirewise.jobs.worker.
 
 Every caller (the local command, a submitit task, a Slurm step) runs it through
-wirewise.jobs.launch.run_task; nothing here knows how ranks were started. What a sweep asks for
+wirewise.jobs.supervise.run_task; nothing here knows how ranks were started. What a sweep asks for
 (`wirewise.workloads.collective.CollectiveParams`: pydantic, no torch) lives in the contract,
 shared by the CLI and the ranks.
 """

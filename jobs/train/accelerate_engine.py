@@ -4,7 +4,7 @@ The launcher config the strategy's descriptor names (templates/accelerate/<ddp|f
 and, for a DeepSpeed strategy, its DeepSpeed config (templates/deepspeed/<name>.json and the
 descriptor's overrides) are rendered into the run folder,
 so `accelerate launch --config_file RUN_DIR/accelerate.yaml` would reproduce the set-up.
-The ranks already exist (wirewise.jobs.launch started them with RANK, WORLD_SIZE, MASTER_ADDR...), so
+The ranks already exist (wirewise.jobs.supervise started them with RANK, WORLD_SIZE, MASTER_ADDR...), so
 instead of launching, each rank turns the rendered file into the `Accelerator` plugins
 `accelerate launch` would have given it.
 

@@ -175,7 +175,7 @@ def _reset_peak_memory(device) -> int | None:
 
 def _training_peaks(device) -> dict[str, int | None]:
     """wirewise.jobs.failures.memory_now's figures under this record's names; the peak is the allocator's
-    on a GPU and the process RSS on a CPU, as in the record of a failed run (wirewise.jobs.launch)."""
+    on a GPU and the process RSS on a CPU, as in the record of a failed run (wirewise.jobs.supervise)."""
     now = memory_now(device)
     rss = now["host_peak_rss_bytes"]
     return {

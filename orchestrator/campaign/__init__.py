@@ -3,7 +3,7 @@
     spec.py       the spec (pydantic; errors name the field path)
     plan.py       spec x a node's wiring -> tasks on exact GPUs, and what was skipped and why
     submit.py     tasks -> bundles -> arrays, with the job each element asks for
-    fleet.py      target.scope each-node: every node of a partition, planned per wiring, pinned per node
+    each_node.py  target.scope each-node: every node of a partition, planned per wiring, pinned per node
     bundle.py     what an array element runs on the compute node
     folder.py     the campaign folder both sides read and write
     track.py      status, collect, resume

@@ -1,5 +1,5 @@
 """Stage "run", for campaigns: one array element runs a bundle of tasks one after another on
-the node it holds, each on its planned GPUs, through the one entry point (wirewise.jobs.launch).
+the node it holds, each on its planned GPUs, through the one entry point (wirewise.jobs.supervise).
 
 A bundle is a list of (task id, attempt). A task is skipped when a run of that attempt or a
 later one has finished (its result file exists, whatever its status), so a requeued bundle
@@ -30,7 +30,7 @@ OnTask = Callable[[str, str], None]  # (task id, status) after each task
 
 def run_bundle(folder: str | Path, runs: list[Attempt], on_task: OnTask | None = None) -> dict[str, str]:
     """Run the bundle's tasks here; returns {task id: status} of what it ran."""
-    from wirewise.jobs.launch import run_task
+    from wirewise.jobs.supervise import run_task
     from wirewise.runs import RunPaths
 
     campaign = CampaignFolder(Path(folder))

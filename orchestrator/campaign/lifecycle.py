@@ -64,9 +64,9 @@ def plan_spec(spec_path: str, topology_file: str | None = None, node: str | None
 def plan_fleet_spec(spec: CampaignSpec, db: str | None, include_down: bool, probe: bool, on_probe=None):
     """The nodes of the target from the executor, their wirings from the store (surveyed first
     where missing, given `probe`), planned per wiring."""
-    from wirewise.orchestrator.campaign.fleet import fleet_nodes, plan_fleet
+    from wirewise.orchestrator.campaign.each_node import fleet_nodes, plan_fleet
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.fleet import node_topologies
+    from wirewise.orchestrator.store.topology import node_topologies
 
     nodes = fleet_nodes(spec)
     store = Store(db)

@@ -67,7 +67,7 @@ class Plan:
 
     def pins(self, partition: str | None) -> dict:
         """task id -> where it must run (wirewise.orchestrator.campaign.submit.Pin): a plan for one
-        node type pins nothing (campaign.fleet's plans pin each task to its node)."""
+        node type pins nothing (campaign.each_node's plans pin each task to its node)."""
         return {}
 
     def to_json(self) -> dict[str, Any]:

@@ -38,9 +38,9 @@ def collectives(
 
     from wirewise.errors import first_error
     from wirewise.orchestrator.report.collectives import SweepLines, json_row, report_heading
-    from wirewise.orchestrator.run.here import run_and_record, run_ending
-    from wirewise.orchestrator.run.sweep_time import cpu_sweep_estimate
-    from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks, cpu_rank_warnings
+    from wirewise.orchestrator.bench.here import run_and_record, run_ending
+    from wirewise.orchestrator.bench.sweep_time import cpu_sweep_estimate
+    from wirewise.orchestrator.bench.ranks import checked_topology_file, choose_ranks, cpu_rank_warnings
     from wirewise.workloads.collective import CollectiveParams, transport_note
 
     raw = dict(ops=ops, min_bytes=min_bytes, max_bytes=max_bytes, step_factor=step_factor, iters=iters,

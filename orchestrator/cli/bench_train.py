@@ -40,8 +40,8 @@ def train(
     from wirewise.errors import first_error
     from wirewise.models import MODELS
     from wirewise.orchestrator.report.train import summary_table
-    from wirewise.orchestrator.run.here import run_and_record, run_ending
-    from wirewise.orchestrator.run.ranks import checked_topology_file, choose_ranks, cpu_rank_warnings
+    from wirewise.orchestrator.bench.here import run_and_record, run_ending
+    from wirewise.orchestrator.bench.ranks import checked_topology_file, choose_ranks, cpu_rank_warnings
     from wirewise.workloads.train import TrainParams
 
     local = model not in MODELS and Path(model).exists()

@@ -103,8 +103,8 @@ def submit(
 
 def _exit_if_interrupted(report: dict) -> None:
     """A local run stopped by Ctrl-C (or `campaign cancel`) exits 130 once its cancelled task
-    is stored, as `bench` does (wirewise.orchestrator.run.here.EXIT_CANCELLED)."""
-    from wirewise.orchestrator.run.here import EXIT_CANCELLED
+    is stored, as `bench` does (wirewise.orchestrator.bench.here.EXIT_CANCELLED)."""
+    from wirewise.orchestrator.bench.here import EXIT_CANCELLED
 
     if report.get("interrupted"):
         typer.echo(f"wirewise: campaign {report['campaign']} stopped: its cancelled task is stored; "
@@ -282,7 +282,7 @@ def _task_progress(total: int | None, quiet: bool):
     a terminal and in a pipe; yields the per-task callback."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    from wirewise.orchestrator.run.here import progress_bar
+    from wirewise.orchestrator.bench.here import progress_bar
 
     with progress_bar(TextColumn("[bold]tasks"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
                       TimeElapsedColumn(), quiet=quiet) as progress:

@@ -10,7 +10,7 @@ import typer
 
 from wirewise import __version__
 from wirewise.orchestrator.cli import (
-    baseline, bench, campaign, collect, completion, config, db, doctor, estimate, fleet, importer, launch, place, results, rules, topo,
+    baseline, bench, campaign, collect, completion, config, db, doctor, estimate, fleet, import_, launch, place, results, rules, topo,
 )
 from wirewise.orchestrator.cli import run as run_command
 from wirewise.orchestrator.cli.common import command_group
@@ -23,7 +23,7 @@ app = command_group(
 app.add_typer(db.app, name="db")
 app.add_typer(topo.app, name="topo")
 app.add_typer(bench.app, name="bench")
-app.add_typer(importer.app, name="import")
+app.add_typer(import_.app, name="import")
 app.add_typer(campaign.app, name="campaign")
 app.add_typer(fleet.app, name="fleet")
 app.command("collect")(collect.collect)

@@ -1,6 +1,6 @@
 """`wirewise run`: your own command submitted to Slurm on well-connected GPUs, with the advised
 strategy exported; what was submitted, as lines or JSON. The work is in
-wirewise.orchestrator.userjob."""
+wirewise.orchestrator.run."""
 
 from typing import Annotated
 
@@ -35,7 +35,7 @@ def run(
     json: JsonOption = False,
 ) -> None:
     """Submit your own command to Slurm on well-connected GPUs, with the advised strategy in WIREWISE_STRATEGY."""
-    from wirewise.orchestrator.userjob import RunRequest, run_for
+    from wirewise.orchestrator.run import RunRequest, run_for
     from wirewise.runs import RunsRoot
 
     request = RunRequest(

@@ -4,7 +4,7 @@ or link is named; every test stored as a task of one campaign.
 Each test is a two-node campaign task pinned to its pair (one rank or one GPU set per node;
 gloo ranks where the nodes have no GPUs), submitted as a job of its own through the executor;
 a round's tests run at once (they share no node). Between rounds the results are collected
-into the store and read back from it (wirewise.orchestrator.store.fleet.pair_results), the
+into the store and read back from it (wirewise.orchestrator.store.pair_results.pair_results), the
 scheduler (schedule.py) picks the next round from them, and the verdict (verdict.py) is the
 same function placement and drain rules use. A pair's fabric scope (inside one NVLink domain,
 or over the network: wirewise.case.scope_of) is read from the nodes' stored wirings once, at
@@ -48,7 +48,7 @@ class PairTest:
 def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: float, name: str | None = None,
                    executor: str = SLURM, on_round: OnRound | None = None) -> dict[str, Any]:
     """Test the scope's nodes in pairs, slow below (1 - tolerance) x the fleet's figure (the
-    rules' pair-below-fleet tolerance: wirewise.orchestrator.health.pairs passes it); the
+    rules' pair-below-fleet tolerance: wirewise.orchestrator.fleet.pair_findings passes it); the
     verdict, as data (`fleet pairs --json`)."""
     from wirewise.orchestrator.executor import executor_named
 
@@ -64,7 +64,7 @@ def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: fl
     if len(usable) < 2:
         listed = ", ".join(f"{n.name} ({n.unavailable or 'up'})" for n in nodes[:6])
         raise UserError(f"pair tests need at least 2 nodes that take work; {scope.describe()} has {len(usable)}: {listed}")
-    from wirewise.orchestrator.store.fleet import pair_scopes
+    from wirewise.orchestrator.store.pair_results import pair_scopes
 
     campaign = _PairCampaign.start(store, scope, usable, test, name or _default_name(), executor)
     names = [n.name for n in usable]
@@ -91,7 +91,7 @@ def run_pair_tests(store, scope: Scope, mode: str, test: PairTest, tolerance: fl
 
 class PairCheck:
     """Pair tests of chosen pairs, submitted at once without waiting: what repeats a pair
-    test's finding on a node against a known-good one (wirewise.orchestrator.health.measure:
+    test's finding on a node against a known-good one (wirewise.orchestrator.fleet.repeats:
     before a drain, and as the re-test of a drained node inside its reservation). An ordinary
     campaign: whoever submits it waits for it (campaign_status(...).done), then reads
     `measures()`."""
@@ -189,7 +189,7 @@ class _PairCampaign:
         """What the submitted tests measured, once collected into the store: the campaign's
         results read once for the round (not once per pair: a round of 500 pairs read them 500
         times)."""
-        from wirewise.orchestrator.store.fleet import pair_results
+        from wirewise.orchestrator.store.pair_results import pair_results
 
         by_task: dict[str, list] = {}
         for row in pair_results(self.store, campaign=self.name):

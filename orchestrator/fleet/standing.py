@@ -4,7 +4,7 @@ off bad nodes.
 
     pair_standing(store, nodes, tolerance) -> Measured   (wirewise.orchestrator.placement.nodes.Measured)
 
-Every pair test counts (known by its label: wirewise.orchestrator.store.fleet.pair_results;
+Every pair test counts (known by its label: wirewise.orchestrator.store.pair_results.pair_results;
 another two-node collective is another case), judged as `fleet pairs` judges (verdict.judge)
 within its campaign, one case (wirewise.case: op, dtype, device, ranks per node, the fabric
 scope between the two nodes, ...) at a time, at the largest size the campaign measured it. A node's standing is its
@@ -27,7 +27,7 @@ def pair_standing(store, nodes: Iterable[str] | None, tolerance: float) -> Measu
     pair-below-fleet tolerance, as `fleet pairs` judges by default). Each campaign that tested
     any of them is judged whole: a node judged on its own pairs alone is its own reference (a
     slow node, slow in every pair, would pass)."""
-    from wirewise.orchestrator.store.fleet import pair_results
+    from wirewise.orchestrator.store.pair_results import pair_results
 
     measured = Measured()
     if store is None:

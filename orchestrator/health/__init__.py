@@ -7,9 +7,6 @@
     findings.py  a finding, and the drain reason it gives
     node.py      what Slurm runs on a node: the health check and the prolog
     guard.py     the guardrails, and who asks
-    measure.py   a finding's measurement again, through the executor, judged as the finding was
-    pairs.py     `fleet pairs`' verdict as findings, and a pair finding's repeat judged
-    fleet.py     fleet status, drain, retest, resume
     verdicts.py  what placement keeps off: drained nodes, open findings, the GPUs they name
 
 Every Slurm command goes through wirewise.orchestrator.slurm (slurm/nodes.py: node states;

@@ -290,7 +290,7 @@ def job_gpus(job: JobEnv) -> list[int]:
 
 def prolog(store, rules: Rules, outcome: NodeOutcome, job: JobEnv, deadline: float, folder: str) -> NodeOutcome:
     """The job's collective (run in `folder`), judged; a drain for a fault (under the guardrails)."""
-    from wirewise.jobs.launch import run_task
+    from wirewise.jobs.supervise import run_task
     from wirewise.orchestrator.record.collect import ingest_patiently
     from wirewise.workloads import Ranks
 

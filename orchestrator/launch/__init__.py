@@ -8,6 +8,6 @@
     step.py        what srun runs on each node: that node's `accelerate launch`
 
 The job's ranks find the run folder in WIREWISE_LAUNCH_DIR and what was decided in its
-launch.json (wirewise.launch); the history recorder (wirewise.jobs.history) stores their
+launch.json (wirewise.launch_file); the history recorder (wirewise.jobs.history) stores their
 figures with it.
 """

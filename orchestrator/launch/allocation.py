@@ -4,7 +4,7 @@ GPUs can run ranks at all.
 
 - Inside an allocation the job's GPUs are its own: all of them are candidates.
 - On a workstation (no CUDA_VISIBLE_DEVICES) the candidates are the GPUs NVML sees idle.
-- Inside the ranks `wirewise launch` started (its launch file, wirewise.launch) the GPUs, nodes
+- Inside the ranks `wirewise launch` started (its launch file, wirewise.launch_file) the GPUs, nodes
   and wiring are the ones it chose: the ranks describe the job they are part of. Ranks started
   otherwise (torchrun's WORLD_SIZE and LOCAL_WORLD_SIZE set) take their node's visible GPUs.
 - Without a driver there are no GPUs to run on: ranks run on the CPU (gloo). A test cluster's
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirewise.errors import UserError
-from wirewise.launch import LAUNCH_FILE, LaunchFile, launch_dir, read_launch
+from wirewise.launch_file import LAUNCH_FILE, LaunchFile, launch_dir, read_launch
 from wirewise.jobenv import JobEnv, read_job_env
 from wirewise.topology import Topology, node_name, read_topology
 

@@ -4,7 +4,7 @@
     start(launch)                               write the run folder, then exec the command
 
 The run folder ($WIREWISE_RUNS, else ./.wirewise/runs; on shared storage for several nodes)
-holds launch.json (what was decided: wirewise.launch), accelerate.yaml and, for a DeepSpeed
+holds launch.json (what was decided: wirewise.launch_file), accelerate.yaml and, for a DeepSpeed
 strategy, deepspeed.json. The process then becomes the job (exec: Slurm's signals and the
 exit code reach it directly, nothing waits in between):
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from wirewise.errors import UserError
-from wirewise.launch import LAUNCH_FILE, LaunchFile
+from wirewise.launch_file import LAUNCH_FILE, LaunchFile
 from wirewise.settings import DB, LAUNCH_DIR, STRATEGY
 from wirewise.orchestrator.launch.advice import CONFIG_FILE, Advice
 from wirewise.orchestrator.store.engine import absolute_url, display_url

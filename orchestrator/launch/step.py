@@ -17,7 +17,7 @@ from wirewise.errors import UserError
 
 def main(argv: list[str]) -> int:
     from wirewise.jobenv import read_job_env
-    from wirewise.launch import read_launch
+    from wirewise.launch_file import read_launch
     from wirewise.orchestrator.launch.command import accelerate_command, exec_command, node_env
 
     if len(argv) != 2:

@@ -66,7 +66,7 @@ def store_measurement(store: Store, records: list[ResultRecord] | Callable[[], I
 
 
 def ingest_result_file(store: Store, path: str | Path) -> tuple[list[ResultRecord], int]:
-    """A task's result.json (wirewise.jobs.launch): returns (records, how many were new).
+    """A task's result.json (wirewise.jobs.supervise): returns (records, how many were new).
     UserError naming the file and the field for anything that is not a result file."""
     records, topology, others = read_result_file(path)
     try:

@@ -247,3 +247,37 @@ def stored_gpu_models(store: Store, links: list[list[str]]) -> dict[str, list[st
         if wiring.gpu_count == len(links) and names and unnamed(wiring.links) == wanted:
             found.setdefault(Counter(names).most_common(1)[0][0], []).append(wiring.node)
     return found
+
+
+def node_topologies(store: Store, names: Iterable[str]) -> dict[str, Topology]:
+    """Each named node's wiring as last seen, in its own GPU numbering (what planning needs: the
+    pair matrix, GPU names, CPU affinity, NUMA and PCIe paths, not the node's UUIDs); a node
+    without a stored wiring is absent. One query, and one Topology per distinct numbering (a
+    thousand nodes of three types build three)."""
+    wanted = list(dict.fromkeys(names))
+    if not wanted:
+        return {}
+    return topologies_of(node_wirings(store, nodes=wanted))
+
+
+def topologies_of(wirings: Iterable[NodeWiring]) -> dict[str, Topology]:
+    """node -> its Topology from its first wiring in `wirings` (the most recently seen first),
+    one Topology per distinct numbering."""
+    from wirewise.topology.model import Topology
+
+    built: dict[str, Topology] = {}
+    found: dict[str, Topology] = {}
+    for wiring in wirings:
+        if wiring.node in found:
+            continue  # an older wiring of the same node
+        if "links" in wiring.details:
+            fields = {k: wiring.details[k] for k in NODE_FIELDS if k in wiring.details}
+            key = repr(fields)
+            if key not in built:
+                built[key] = Topology(**fields)
+        else:  # stored before nodes kept their own matrix: the wiring's
+            key = wiring.fingerprint
+            if key not in built:
+                built[key] = Topology.model_validate(wiring.parsed)
+        found[wiring.node] = built[key]
+    return found

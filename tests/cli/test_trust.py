@@ -35,7 +35,7 @@ def one_line_exit_2(proc, expected: str) -> None:
 
 
 def result_file(path: Path, *records: dict, topology: dict | None = None) -> Path:
-    """A result.json as wirewise.jobs.launch writes one: {"records": [...], "topology": ...}."""
+    """A result.json as wirewise.jobs.supervise writes one: {"records": [...], "topology": ...}."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"records": list(records), "topology": topology}))
     return path

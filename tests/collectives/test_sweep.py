@@ -47,7 +47,7 @@ def test_check_counts_the_elements_a_corrupted_input_spoils(tmp_path):
     """Rank 1 adds 1 to the first element of its input (the documented corrupt_rank hook)
     right before the checked call: the real collective carries the damage and the real check
     counts it, summed over ranks like nccl-tests' #wrong."""
-    from wirewise.jobs.launch import run_task
+    from wirewise.jobs.supervise import run_task
     from wirewise.task import TaskSpec
 
     params = {"ops": ["all_reduce", "all_gather", "reduce_scatter"], "min_bytes": "1K", "max_bytes": "2K",

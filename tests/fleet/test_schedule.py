@@ -116,7 +116,7 @@ def test_the_json_keys_are_the_documented_ones():
     bullet = doc.split("- `wirewise fleet pairs --json`", 1)[1].split("\n- ", 1)[0].split(":", 1)[1]
     listed = re.findall(r"`([a-z_]+)`", bullet)
     run = ["campaign", "mode", "op", "bytes", "backend", "ranks_per_node", "nodes", "rounds", "left_out"]
-    opened = ["findings", "node", "reason"]  # the findings the verdict opened (wirewise.orchestrator.health.pairs)
+    opened = ["findings", "node", "reason"]  # the findings the verdict opened (wirewise.orchestrator.fleet.pair_findings)
     assert listed == run + list(judge(["a", "b"], [Measure(("a", "b"), 1.0)], TOLERANCE).to_json()) + opened
 
 

@@ -40,7 +40,7 @@ echo "## 2. a corrupted input is counted in graph mode"
 python3 - "$gpus" "$out" <<'PY' || fail "the graph-mode check did not count a corrupted input"
 import json, sys
 from pathlib import Path
-from wirewise.jobs.launch import run_task
+from wirewise.jobs.supervise import run_task
 from wirewise.task import TaskSpec
 
 gpus = [int(g) for g in sys.argv[1].split(",")]

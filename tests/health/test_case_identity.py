@@ -183,7 +183,7 @@ def test_the_confirming_repeat_runs_the_case_that_flagged_the_node(db_url) -> No
     runs under Slurm in tests/slurm/test_fleet_health.py.)"""
     from wirewise.orchestrator.campaign.plan import plan_campaign
     from wirewise.orchestrator.campaign.spec import parse_spec
-    from wirewise.orchestrator.health.measure import NOT_MEASURED, FAILING, NodeRun, _measured_verdict, campaign_spec
+    from wirewise.orchestrator.fleet.repeats import NOT_MEASURED, FAILING, NodeRun, _measured_verdict, campaign_spec
     from wirewise.orchestrator.health.rules import default_rules
     from wirewise.orchestrator.results.rows import result_rows
     from wirewise.orchestrator.store.health import findings
@@ -216,7 +216,7 @@ def test_the_confirming_repeat_runs_the_case_that_flagged_the_node(db_url) -> No
 def test_a_case_wirewise_cannot_run_again_is_not_repeated(db_url) -> None:
     """A finding on imported nccl-tests results: a wirewise campaign would be another case, so
     the repeat is refused (not measured: nothing drains), and the dry run says so."""
-    from wirewise.orchestrator.health.measure import repeat_refused
+    from wirewise.orchestrator.fleet.repeats import repeat_refused
     from wirewise.orchestrator.store.health import findings
 
     plant_history(db_url, {**COLLECTIVE, "source": "nccl-tests"}, None)

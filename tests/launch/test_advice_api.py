@@ -15,7 +15,7 @@ import wirewise
 from tests.launch.conftest import no_slurm
 from tests.topology.common import NVL_QUADS
 from wirewise.errors import UserError
-from wirewise.launch import LAUNCH_FILE, LaunchFile
+from wirewise.launch_file import LAUNCH_FILE, LaunchFile
 from wirewise.orchestrator.launch.advice import Advice, StrategyAdvice
 from wirewise.topology import read_topology
 

@@ -1,4 +1,4 @@
-"""The one entry point (wirewise.jobs.launch) from its other two callers: a multi-node Slurm step and
+"""The one entry point (wirewise.jobs.supervise) from its other two callers: a multi-node Slurm step and
 a submitit task on the real local Slurm. The local commands are covered by tests/collectives
 and tests/train."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from wirewise.jobs.launch import run_task
+from wirewise.jobs.supervise import run_task
 from wirewise.task import TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ SWEEP = {"ops": ["all_reduce", "all_gather"], "min_bytes": "4K", "max_bytes": "8
 
 
 def test_two_node_step_joins_one_world(tmp_path):
-    """What `srun --nodes=2 --ntasks-per-node=1 python -m wirewise.jobs.launch RUN_DIR` does, with both
+    """What `srun --nodes=2 --ntasks-per-node=1 python -m wirewise.jobs.supervise RUN_DIR` does, with both
     "nodes" on this host (the real thing runs on the multi-node cluster: tests/slurm/test_multinode.py):
     each supervisor reads its node rank from SLURM_NODEID and the master address from
     SLURM_JOB_NODELIST (expanded by submitit, no Slurm command run), starts its rank, and the
@@ -33,7 +33,7 @@ def test_two_node_step_joins_one_world(tmp_path):
     slurm = {"SLURM_JOB_NODELIST": "localhost,localhost", "SLURM_NNODES": "2", "SLURM_JOB_ID": str(os.getpid() % 10000)}
     supervisors = [
         subprocess.Popen(
-            [sys.executable, "-m", "wirewise.jobs.launch", str(run_dir)], cwd=ROOT,
+            [sys.executable, "-m", "wirewise.jobs.supervise", str(run_dir)], cwd=ROOT,
             env={**os.environ, **slurm, "SLURM_NODEID": str(node)},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
@@ -92,7 +92,7 @@ def _hostile_folder(root: Path) -> Path:
     for package in ("jobs", "wirewise", "wirewise/jobs", "orchestrator", "contract"):
         (folder / package).mkdir(parents=True, exist_ok=True)
         (folder / package / "__init__.py").write_text(HIJACK.format(folder=str(folder)))
-    for module in ("jobs/worker.py", "wirewise/jobs/worker.py", "wirewise/jobs/launch.py", "typer.py", "torch.py"):
+    for module in ("jobs/worker.py", "wirewise/jobs/worker.py", "wirewise/jobs/supervise.py", "typer.py", "torch.py"):
         (folder / module).write_text(HIJACK.format(folder=str(folder)))
     return folder
 

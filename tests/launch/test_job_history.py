@@ -24,7 +24,7 @@ from tests.conftest import wirewise as run_wirewise, wirewise_json
 from tests.launch.conftest import no_slurm
 from tests.topology.common import NVL_QUADS
 from wirewise.jobs.history import RankFigures, _strategy, job_record, write_result
-from wirewise.launch import LaunchFile
+from wirewise.launch_file import LaunchFile
 from wirewise.topology import topology_from_text
 
 NAMES = "".join(f"GPU {i}: NVIDIA H200 NVL (UUID: GPU-{i:08d})\n" for i in range(8))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import submitit
 
-from wirewise.jobs.launch import run_task
+from wirewise.jobs.supervise import run_task
 from wirewise.task import TaskSpec
 
 LONG = {"ops": ["all_reduce"], "min_bytes": "1M", "max_bytes": "1M", "iters": 10_000_000, "warmup": 0}

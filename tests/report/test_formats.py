@@ -59,7 +59,7 @@ def test_fleet_status_as_prometheus_metrics(report_db, tmp_path):
 
 
 def test_prometheus_label_values_are_escaped():
-    from wirewise.orchestrator.health.prometheus import exposition
+    from wirewise.orchestrator.fleet.prometheus import exposition
 
     odd = 'gpu"7\\b\nx'
     row = {"node": odd, "verdict": "flagged", "state": "drained", "drained": True, "checked_at": None,

@@ -229,7 +229,7 @@ def test_run_across_nodes_stays_inside_the_domain_and_checks_what_slurm_gave(mul
 def test_run_across_nodes_says_a_segment_slurm_did_not_keep(multinode, tmp_path):
     """The check `wirewise run --nodes` makes, on a job that asked `--segment=2` of the flat
     cluster (no blocks): Slurm placed it anyway, and the check says so."""
-    from wirewise.orchestrator.userjob import allocation_check
+    from wirewise.orchestrator.run import allocation_check
 
     job = sbatch("-p", multinode.partition, "-N2", "--segment=2", "-o", str(tmp_path / "a.out"), "--wrap", "sleep 60")
     try:

@@ -308,10 +308,10 @@ def trail(fleet, node: str) -> list[tuple[str, str]]:
 
 
 def plant_pair_finding(fleet, node: str, partners: list[str]) -> None:
-    """The finding `fleet pairs` opens for a bad node (wirewise.orchestrator.health.pairs), stored
+    """The finding `fleet pairs` opens for a bad node (wirewise.orchestrator.fleet.pair_findings), stored
     as it stores it: what its repeat runs is the pair test against one of `partners`."""
     from wirewise.orchestrator.health.findings import Finding
-    from wirewise.orchestrator.health.pairs import RULE
+    from wirewise.orchestrator.fleet.pair_findings import RULE
     from wirewise.orchestrator.store import Store
     from wirewise.orchestrator.store.health import record_check
 

@@ -151,7 +151,7 @@ def test_a_rank_killed_on_the_second_node_fails_the_task_with_its_error(multinod
 
 
 def test_out_of_memory_on_the_second_node_is_the_tasks_status_and_every_node_exits_1(multinode, tmp_path):
-    """The third caller of the entry point, `srun python -m wirewise.jobs.launch RUN_DIR`: rank 1
+    """The third caller of the entry point, `srun python -m wirewise.jobs.supervise RUN_DIR`: rank 1
     (on wwn2) fails to allocate (the oom_rank hook asks for a petabyte); the task is `oom` with
     wwn2's error, and each node's supervisor exits 1, the first one included."""
     from wirewise.task import TaskSpec
@@ -162,7 +162,7 @@ def test_out_of_memory_on_the_second_node_is_the_tasks_status_and_every_node_exi
     (run_dir / "spec.json").write_text(spec.model_dump_json())
     step = subprocess.run(
         ["srun", "-N2", "-w", "wwn1,wwn2", "--ntasks-per-node=1", "bash", "-c",
-         '"$0" -P -m wirewise.jobs.launch "$1"; rc=$?; echo "$(hostname) exit $rc"', sys.executable, str(run_dir)],
+         '"$0" -P -m wirewise.jobs.supervise "$1"; rc=$?; echo "$(hostname) exit $rc"', sys.executable, str(run_dir)],
         capture_output=True, text=True, timeout=300,
     )
     exits = sorted(line for line in step.stdout.splitlines() if " exit " in line)

@@ -88,7 +88,7 @@ def test_pair_tests_are_read_through_the_placement_index(tmp_path):
     from tests.placement.history import plant_pair_tests
     from wirewise.orchestrator.record.ingest import store_measurement
     from wirewise.orchestrator.store import Store
-    from wirewise.orchestrator.store.fleet import pair_results
+    from wirewise.orchestrator.store.pair_results import pair_results
     from wirewise.record import ResultRecord
 
     path = tmp_path / "skewed.db"

@@ -1,7 +1,7 @@
 """The accelerate engine: rendered configs, and the one accelerate path a CPU can run (DDP).
 
 The CLI offers `--engine accelerate` on GPUs only; FSDP and ZeRO through accelerate run in
-tests/gpu/train_check.sh. Here the loop runs it directly (wirewise.jobs.launch.run_task), which checks
+tests/gpu/train_check.sh. Here the loop runs it directly (wirewise.jobs.supervise.run_task), which checks
 that configs render, the Accelerator is built from them, and the same inventories apply.
 """
 
@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from wirewise import registry
-from wirewise.jobs.launch import run_task
+from wirewise.jobs.supervise import run_task
 from wirewise.task import TaskSpec
 from wirewise.configs import accelerate_config, deepspeed_config
 

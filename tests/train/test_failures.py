@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 def test_memory_error_on_every_rank_is_stored_as_oom(train_env, db_url):
     # The test hook raises MemoryError inside the training step of both ranks; the real path
-    # (wirewise.jobs.worker catches, wirewise.jobs.launch records, the CLI stores) does the rest.
+    # (wirewise.jobs.worker catches, wirewise.jobs.supervise records, the CLI stores) does the rest.
     code, record, err = bench_train(
         "--model", "tiny-mistral", "--strategy", "ddp", *QUICK, "--inject-memory-error-at-step", "1",
         env=train_env, db=db_url,

@@ -10,7 +10,7 @@ repeat falls when its median is below the finding's own floor at enough of its s
 floor the finding was judged by, so a re-test is judged as the finding was). A live finding
 (NVML) is read again by a job on the node (LiveCheck). A pair test's finding is repeated by
 the same pair test of the node against a node known good in its run (PairCheck of
-wirewise.orchestrator.fleet.pairs; wirewise.orchestrator.health.pairs judges it). A re-test runs
+wirewise.orchestrator.fleet.pairs; wirewise.orchestrator.fleet.pair_findings judges it). A re-test runs
 inside the node's maintenance reservation.
 
 Each node's verdict: `failing` (the fault showed again), `passing` (it did not), or
@@ -122,7 +122,7 @@ def _submit_pairs(store, runs: list[NodeRun], partition: str | None, stamp: str)
     """Each node's pair finding as one pair test against a known-good partner that takes work
     and is not being judged itself; no partner: the finding is not measured."""
     from wirewise.orchestrator.fleet.pairs import PairCheck
-    from wirewise.orchestrator.health.pairs import is_pair, pair_test, partner_for
+    from wirewise.orchestrator.fleet.pair_findings import is_pair, pair_test, partner_for
     from wirewise.orchestrator.slurm.nodes import slurm_nodes
 
     wanted = [(run, next(f for f in run.findings if is_pair(f))) for run in runs if any(is_pair(f) for f in run.findings)]
@@ -296,7 +296,7 @@ def _judge(store, run: NodeRun) -> list[Verdict]:
 
     new = result_rows(store, Filters(campaigns=(run.campaign,), include_cpu=True)) if run.campaign else []
     live = json.loads(run.live_file.read_text()) if run.live_file and run.live_file.exists() else None
-    from wirewise.orchestrator.health.pairs import is_pair
+    from wirewise.orchestrator.fleet.pair_findings import is_pair
 
     verdicts = []
     for finding in run.findings:
@@ -318,7 +318,7 @@ def _judge(store, run: NodeRun) -> list[Verdict]:
 
 
 def _pair_verdict(finding: dict[str, Any], check) -> Verdict:
-    from wirewise.orchestrator.health.pairs import repeat_verdict
+    from wirewise.orchestrator.fleet.pair_findings import repeat_verdict
 
     if check is None:
         return Verdict(finding["id"], NOT_MEASURED, "no known-good partner takes work now to test it against")

@@ -1,6 +1,6 @@
 """Run one task now on this machine (`wirewise bench ...`), with a progress bar.
 
-The same wirewise.jobs.launch.run_task that Slurm tasks call does the work; this adds what a
+The same wirewise.jobs.supervise.run_task that Slurm tasks call does the work; this adds what a
 person at a terminal wants: a progress bar and a fresh run folder. Storing the result is
 the record stage's (wirewise.orchestrator.record.ingest).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wirewise.orchestrator.run.folders import new_run_dir
+from wirewise.orchestrator.bench.folders import new_run_dir
 
 
 def run_here(spec, label: str, quiet: bool = False, run_dir: Path | None = None, on_row=None) -> Path:
@@ -20,7 +20,7 @@ def run_here(spec, label: str, quiet: bool = False, run_dir: Path | None = None,
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    from wirewise.jobs.launch import run_task
+    from wirewise.jobs.supervise import run_task
 
     with progress_bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[step]}"), TimeElapsedColumn(), quiet=quiet) as bar:

@@ -3,7 +3,7 @@
 Called the same way from every caller:
 - the local commands (`wirewise bench ...`): `run_task(spec, run_dir)` in-process;
 - a submitit task on Slurm: the same function, pickled (a multi-node campaign task: one per node);
-- a multi-node Slurm step: `srun --ntasks-per-node=1 python -P -m wirewise.jobs.launch RUN_DIR` (one
+- a multi-node Slurm step: `srun --ntasks-per-node=1 python -P -m wirewise.jobs.supervise RUN_DIR` (one
   supervisor per node).
 
 Across nodes, each supervisor reads its node rank and the step's hosts from the environment
@@ -432,7 +432,7 @@ def _in_main_thread() -> bool:
 
 
 def main(argv: list[str]) -> int:
-    """`python -P -m wirewise.jobs.launch RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
+    """`python -P -m wirewise.jobs.supervise RUN_DIR`: the multi-node Slurm step (RUN_DIR/spec.json on shared storage)."""
     run_dir = Path(argv[1])
     spec = TaskSpec.model_validate_json(RunPaths(run_dir).spec.read_text())
     path = run_task(spec, run_dir)

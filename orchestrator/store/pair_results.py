@@ -1,50 +1,14 @@
-"""What the fleet stages read from the store: many nodes' wirings at once (fleet campaigns plan
-every node of a partition), and the pair tests' results (known by their label, the placement
+"""The pair tests' results (known by their label, the placement
 `pair` their tasks record: another two-node collective, a 2 x 2 scaling run say, is no pair
 test), which pair verdicts and placement across nodes read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from wirewise.case import CASE_FIELDS, scope_of
 from wirewise.orchestrator.store import Store
-from wirewise.orchestrator.store.topology import NODE_FIELDS, NodeWiring, node_wirings
-from wirewise.topology.model import Topology
-
-
-def node_topologies(store: Store, names: Iterable[str]) -> dict[str, Topology]:
-    """Each named node's wiring as last seen, in its own GPU numbering (what planning needs: the
-    pair matrix, GPU names, CPU affinity, NUMA and PCIe paths, not the node's UUIDs); a node
-    without a stored wiring is absent. One query, and one Topology per distinct numbering (a
-    thousand nodes of three types build three)."""
-    wanted = list(dict.fromkeys(names))
-    if not wanted:
-        return {}
-    return topologies_of(node_wirings(store, nodes=wanted))
-
-
-def topologies_of(wirings: Iterable[NodeWiring]) -> dict[str, Topology]:
-    """node -> its Topology from its first wiring in `wirings` (the most recently seen first),
-    one Topology per distinct numbering."""
-    built: dict[str, Topology] = {}
-    found: dict[str, Topology] = {}
-    for wiring in wirings:
-        if wiring.node in found:
-            continue  # an older wiring of the same node
-        if "links" in wiring.details:
-            fields = {k: wiring.details[k] for k in NODE_FIELDS if k in wiring.details}
-            key = repr(fields)
-            if key not in built:
-                built[key] = Topology(**fields)
-        else:  # stored before nodes kept their own matrix: the wiring's
-            key = wiring.fingerprint
-            if key not in built:
-                built[key] = Topology.model_validate(wiring.parsed)
-        found[wiring.node] = built[key]
-    return found
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ every action in the audit trail (fleet_actions: what, why, the evidence, who ask
   findings; confirmed: a repeat showed them; unknown: never judged), the evidence, its trail.
 - drain: nodes with open findings that still take jobs. A dry run says what it would do. With
   --apply each drain is first claimed under the guardrails (wirewise.orchestrator.health.guard),
-  then the failing measurement is repeated on the node (wirewise.orchestrator.health.measure);
+  then the failing measurement is repeated on the node (wirewise.orchestrator.fleet.repeats);
   only a repeat that fails again drains it, with the reason `wirewise:<rule>:<metric>:<delta>`.
   A repeat that passes clears the findings. Beyond the guardrails nothing is drained unless
   --beyond-guardrails names how many more.
@@ -191,8 +191,8 @@ def _as_finding(row: dict):
 def _confirm_by(rows: list[dict]) -> list[str]:
     """What would be repeated before the drain, in words."""
     from wirewise.orchestrator.health.findings import LIVE_RULES
-    from wirewise.orchestrator.health.measure import repeat_refused
-    from wirewise.orchestrator.health.pairs import is_pair
+    from wirewise.orchestrator.fleet.repeats import repeat_refused
+    from wirewise.orchestrator.fleet.pair_findings import is_pair
     from wirewise.units import bytes_text
 
     said = []
@@ -221,7 +221,7 @@ def _confirm_by(rows: list[dict]) -> list[str]:
 
 
 def _confirm_and_drain(store, rules, claims, by_node, partition, timeout_s, rules_file, budget, report) -> None:
-    from wirewise.orchestrator.health.measure import FAILING, PASSING, NodeRun, run_all
+    from wirewise.orchestrator.fleet.repeats import FAILING, PASSING, NodeRun, run_all
     from wirewise.orchestrator.health.node import apply_drain
     from wirewise.orchestrator.store.health import clear_findings, confirm_findings, set_outcome
 
@@ -304,7 +304,7 @@ def _retest(store, rules, states, todo, by_node, partition, timeout_s, rules_fil
     import getpass
 
     from wirewise.orchestrator.health.guard import asked_by
-    from wirewise.orchestrator.health.measure import FAILING, PASSING, NodeRun, run_all
+    from wirewise.orchestrator.fleet.repeats import FAILING, PASSING, NodeRun, run_all
     from wirewise.orchestrator.health.stops import STOPPED, stop_name, stops_held, stops_raise
     from wirewise.orchestrator.slurm.command import SlurmError
     from wirewise.orchestrator.slurm.states import reserve, resume
