@@ -1,5 +1,5 @@
-"""Stage "fleet": pair tests that name the slow node or link, and what they leave for
-placement and drain rules to read.
+"""Stage "fleet", `wirewise fleet`: pair tests that name the slow node or link, and what they
+leave for placement and the drain rules to read; each node's verdict acted on through Slurm.
 
     verdict.py   judge(nodes, measures, tolerance) -> Verdict: bad nodes, bad links, with their evidence (pure)
     schedule.py  next_round(nodes, measures, mode, tolerance) -> the pairs to test next (pure)

@@ -1,4 +1,5 @@
-"""Fleet health: the loop from measurements to Slurm and back (issue 19).
+"""Health: the rules, and what they judge of a node (issue 19); `fleet drain`, `retest` and
+`resume` act on the verdicts (wirewise.orchestrator.fleet).
 
     rules.py     the rules file (rules.yaml: the defaults), read and checked
     baseline.py  baselines per fingerprint and case: from the history, to a file and back
