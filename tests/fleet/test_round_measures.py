@@ -22,7 +22,7 @@ def test_a_rounds_measures_read_the_campaign_once(tmp_path, monkeypatch):
     from sqlalchemy import insert
 
     from wirewise.orchestrator.fleet import pairs
-    from wirewise.orchestrator.store import Store, fleet
+    from wirewise.orchestrator.store import Store, pair_results
     from wirewise.orchestrator.store.schema import RESULTS
 
     store = Store(f"sqlite:///{tmp_path / 'wirewise.db'}")
@@ -31,8 +31,8 @@ def test_a_rounds_measures_read_the_campaign_once(tmp_path, monkeypatch):
             _row("t1", round_[1], False, None, "failed", "NCCL error: unhandled system error\nmore lines")]
     store.write(lambda session: session.execute(insert(RESULTS), rows))
     reads = []
-    real = fleet.pair_results
-    monkeypatch.setattr(fleet, "pair_results", lambda *a, **k: reads.append(k) or real(*a, **k))
+    real = pair_results.pair_results
+    monkeypatch.setattr(pair_results, "pair_results", lambda *a, **k: reads.append(k) or real(*a, **k))
     campaign = pairs._PairCampaign.__new__(pairs._PairCampaign)  # the store and name are all a read needs
     campaign.store, campaign.name = store, "pairs-t"
     campaign.spec = SimpleNamespace(workloads=[SimpleNamespace(collectives=SimpleNamespace(ops=["all_reduce"]))])
