@@ -5,4 +5,4 @@ query instead of loading alembic; tests/store checks it against alembic's own vi
 Bump it with every new migration.
 """
 
-HEAD = "0015"
+HEAD = "0016"

@@ -152,7 +152,7 @@ RESULTS = Table(
     Column("mfu", Double),
     Column("extra", JSON, nullable=False),
     *case_columns(),
-    Index("ix_results_collective", "fingerprint", "op", "bytes"),
+    Index("ix_results_collective", "fingerprint", "op", "bytes", "started_at"),  # one case since a date (0016)
     Index("ix_results_train", "fingerprint", "model", "strategy", "gpu_count"),
     # `wirewise results` / `report` / `doctor` filters (db/versions/0004)
     Index("ix_results_fabric_case", "fabric", "op", "bytes"),
