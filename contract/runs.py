@@ -2,14 +2,14 @@
 those names (as submitit's JobPaths names a job's files), which both sides read.
 
 The root is the setting runs (WIREWISE_RUNS, a configuration file, else runs/ in the user's
-data folder: wirewise.settings). Under it (RunsRoot):
+data folder: wirewise.settings), RUNS below (RunsRoot):
 
-    STAMP-LABEL/             a run folder (RunPaths): a task run here, a launch, a job's record
-    campaigns/NAME/          a campaign's folder, unless its spec names one (campaign/folder.py)
-    fleet/NAME/              the campaign a health check or retest runs on a node
-    fleet/NAME-live/         the live check beside it (live.json)
-    jobs/                    `wirewise run`'s Slurm jobs
-    survey/STAMP-XXXXXX/     a survey (SurveyPaths): nodes/NODE.json, submitit/
+    RUNS/STAMP-LABEL/           a run folder (RunPaths): a task run here, a launch, a job's record
+    RUNS/campaigns/NAME/        a campaign's folder, unless its spec names one (campaign/folder.py)
+    RUNS/fleet/NAME/            the campaign a health check or retest runs on a node
+    RUNS/fleet/NAME-live/       the live check beside it (live.json)
+    RUNS/jobs/                  `wirewise run`'s Slurm jobs
+    RUNS/survey/STAMP-XXXXXX/   a survey (SurveyPaths): nodes/NODE.json, submitit/
 
 Both sides name them: the control plane for the runs, campaigns and launches it starts, and a
 job that runs a task or records its own figures outside `wirewise launch` (wirewise.jobs).

@@ -1,5 +1,5 @@
 """The campaign `fleet pairs` (and a pair finding's repeat) records its tests in: its folder is
-claimed as every campaign's is (wirewise.orchestrator.campaign.record_campaign). In
+claimed as every campaign's is (wirewise.orchestrator.campaign.lifecycle.record_campaign). In
 process and without a cluster: nothing here submits, the nodes are as Slurm would list them
 (the pair tests themselves run on the multi-node cluster, test_cluster.py)."""
 
@@ -43,7 +43,7 @@ def test_an_empty_folder_is_taken_and_given_back_empty(tmp_path, monkeypatch, db
     folder.mkdir(parents=True)
     store = Store(db_url)
     campaign = start(store, "pairs-empty")
-    assert sorted(p.name for p in folder.iterdir()) == ["plan.json", "spec.yaml"]
+    assert sorted(p.name for p in folder.iterdir()) == ["outcomes", "plan.json", "spec.yaml"]
     assert [c["name"] for c in list_campaigns(store)] == ["pairs-empty"]
     campaign._forget()
     assert folder.is_dir() and list(folder.iterdir()) == [] and list_campaigns(store) == []
